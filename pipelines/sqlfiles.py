@@ -7,6 +7,8 @@ Migrations, snapshot SQL and the cookbook all go through here so there is one an
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -29,3 +31,43 @@ def read_sql(relative: str) -> str:
     if not path.is_relative_to(base):
         raise ValueError(f"{relative!r} is outside the SQL folder")
     return path.read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class CookbookQuery:
+    name: str
+    description: str
+    sql: str
+
+
+_HEADER_KEY = re.compile(r"^--\s?(name|description):\s*(.*)$")
+
+
+def _parse_header(text: str) -> dict[str, str]:
+    """Read `-- name:` / `-- description:` from a file's leading comments; indented `--` lines continue a value."""
+    fields: dict[str, str] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            break
+        match = _HEADER_KEY.match(line)
+        if match:
+            current = match.group(1)
+            fields[current] = match.group(2).strip()
+        elif current and line.startswith("--  ") and line[2:].strip():
+            fields[current] += " " + line[2:].strip()
+        else:
+            current = None
+    return fields
+
+
+def cookbook() -> dict[str, CookbookQuery]:
+    """Every `queries/*.sql` by name, so the CLI, the tests and the demo check agree on one list."""
+    queries: dict[str, CookbookQuery] = {}
+    folder = sql_dir() / "queries"
+    for path in sorted(folder.glob("*.sql")):
+        text = path.read_text(encoding="utf-8")
+        header = _parse_header(text)
+        name = header.get("name") or path.stem
+        queries[name] = CookbookQuery(name=name, description=header.get("description", ""), sql=text)
+    return queries

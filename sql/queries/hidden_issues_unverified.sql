@@ -1,0 +1,15 @@
+-- name: hidden_issues_unverified
+-- description: Sites whose ownership is not proved yet and how many issues the service hides on each; proving
+--   them in the application reveals the details (and allows full audits).
+SELECT
+    t.hidden_issues,
+    p.name AS project,
+    t.address,
+    t.kind,
+    t.last_scan_at,
+    t.first_observed_at AS watched_since,
+    t.id AS target_id
+FROM targets AS t
+LEFT JOIN projects AS p ON p.id = t.project_id
+WHERE NOT coalesce(t.verified, FALSE) AND t.removed_at IS NULL
+ORDER BY coalesce(t.hidden_issues, 0) DESC, project, t.address;
