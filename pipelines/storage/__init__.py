@@ -1,0 +1,30 @@
+"""DuckDB history: schema migrations, staging and set-based merges.
+
+Python only moves pages into a staging table; every comparison, upsert and event is computed by DuckDB
+in one transaction per table group, so a crash leaves the previous state, never half of a new one.
+"""
+
+from pipelines.storage.db import HistoryLockedError, connect, migrate, schema_version
+from pipelines.storage.merge import (
+    KNOWN_VALUES,
+    MergeResult,
+    merge_account,
+    merge_issues,
+    merge_projects,
+    merge_scans,
+    record_sync_run,
+)
+
+__all__ = [
+    "KNOWN_VALUES",
+    "HistoryLockedError",
+    "MergeResult",
+    "connect",
+    "merge_account",
+    "merge_issues",
+    "merge_projects",
+    "merge_scans",
+    "migrate",
+    "record_sync_run",
+    "schema_version",
+]

@@ -1,0 +1,86 @@
+"""Opening the history and carrying its schema forward.
+
+Migrations are numbered `.sql` files applied in order, each in its own transaction and recorded in
+`schema_migrations`, so an existing history is upgraded in place the first time a newer scanwatch opens it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import duckdb
+
+from pipelines.sqlfiles import read_sql, sql_dir
+
+_MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+
+
+class HistoryLockedError(RuntimeError):
+    """Another process holds the DuckDB file for writing (a sync or `dagster dev` run)."""
+
+
+def _migrations() -> list[tuple[int, str]]:
+    found = []
+    for path in sorted((sql_dir() / "migrations").iterdir()):
+        m = _MIGRATION.match(path.name)
+        if m:
+            found.append((int(m.group(1)), path.name))
+    return found
+
+
+def schema_version(conn: duckdb.DuckDBPyConnection) -> int:
+    exists = conn.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
+    ).fetchall()[0][0]
+    if not exists:
+        return 0
+    return conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchall()[0][0]
+
+
+def migrate(conn: duckdb.DuckDBPyConnection, *, target: int | None = None) -> list[int]:
+    """Apply the migrations this history lacks (up to `target`); returns the versions applied."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR, "
+        "applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
+    )
+    current = schema_version(conn)
+    applied = []
+    for version, name in _migrations():
+        if version <= current or (target is not None and version > target):
+            continue
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            conn.execute(read_sql(f"migrations/{name}"))
+            conn.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [version, name])
+            conn.execute("COMMIT")
+        except Exception:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(version)
+    return applied
+
+
+def connect(path: str | Path, *, wait_seconds: float = 30.0) -> duckdb.DuckDBPyConnection:
+    """A read-write connection with the schema current; waits a while for another writer, then says who."""
+    path = Path(path)
+    if str(path) != ":memory:":
+        path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            conn = duckdb.connect(str(path))
+            break
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise
+            if time.monotonic() >= deadline:
+                raise HistoryLockedError(
+                    f"the history {path} is being written by another process (a sync or a Dagster run); "
+                    "wait for it to finish and try again"
+                ) from None
+            time.sleep(0.5)
+    conn.execute("SET TimeZone = 'UTC'")
+    migrate(conn)
+    return conn

@@ -1,0 +1,86 @@
+"""What each API object looks like once typed: columns, required keys and the enums this version knows.
+
+Staged columns arrive as text; these types drive the `TRY_CAST`s of the typed staging table, and a value
+that fails its cast, or an enum value this version does not know, is stored and listed in
+`ingest_warnings` rather than failing the sync.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SEVERITIES = ("critical", "high", "medium", "low", "info")
+
+
+@dataclass(frozen=True)
+class Entity:
+    name: str
+    columns: dict[str, str]
+    required: tuple[str, ...] = ("id",)
+    enums: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+ACCOUNT = Entity(
+    "account",
+    {
+        "workspace": "JSON", "plan": "VARCHAR", "api_access": "JSON", "period": "JSON", "quotas": "JSON",
+        "free_fixes_left": "INTEGER", "pack_credits": "JSON", "projects": "JSON",
+        "addresses_per_project": "INTEGER", "features": "JSON",
+    },
+    required=("workspace",),
+    enums={"plan": ("free", "solo", "pro")},
+)
+
+PROJECT = Entity(
+    "projects",
+    {
+        "id": "VARCHAR", "name": "VARCHAR", "score": "INTEGER", "grade": "VARCHAR", "open_issues": "INTEGER",
+        "paused": "BOOLEAN", "last_scan_at": "TIMESTAMPTZ",
+    },
+)
+
+TARGET = Entity(
+    "targets",
+    {
+        "id": "VARCHAR", "project_id": "VARCHAR", "kind": "VARCHAR", "address": "VARCHAR", "verified": "BOOLEAN",
+        "score": "INTEGER", "grade": "VARCHAR", "last_scan_at": "TIMESTAMPTZ", "hidden_issues": "INTEGER",
+    },
+    required=("id", "project_id"),
+    enums={"kind": ("domain", "repository")},
+)
+
+SCAN = Entity(
+    "scans",
+    {
+        "id": "VARCHAR", "target_id": "VARCHAR", "project_id": "VARCHAR", "kind": "VARCHAR", "status": "VARCHAR",
+        "score": "INTEGER", "grade": "VARCHAR", "coverage": "DOUBLE", "audit_fallback": "BOOLEAN",
+        "reused": "BOOLEAN", "next_real_scan_at": "TIMESTAMPTZ", "created_at": "TIMESTAMPTZ",
+        "finished_at": "TIMESTAMPTZ",
+    },
+    required=("id", "target_id", "project_id"),
+    enums={"kind": ("quick", "audit", "repository"), "status": ("queued", "running", "done", "failed")},
+)
+
+ISSUE = Entity(
+    "issues",
+    {
+        "id": "VARCHAR", "project_id": "VARCHAR", "target_id": "VARCHAR", "address": "VARCHAR",
+        "control_id": "VARCHAR", "family": "VARCHAR", "severity": "VARCHAR", "confidence": "VARCHAR",
+        "status": "VARCHAR", "title": "VARCHAR", "explanation": "VARCHAR", "detail": "VARCHAR",
+        "location": "VARCHAR", "file": "VARCHAR", "line": "INTEGER", "commit": "VARCHAR", "evidence": "VARCHAR",
+        "fix_unlocked": "BOOLEAN", "status_reason": "VARCHAR", "marked_by": "VARCHAR",
+        "first_seen_at": "TIMESTAMPTZ", "last_seen_at": "TIMESTAMPTZ", "fixed_at": "TIMESTAMPTZ",
+    },
+    required=("id", "project_id", "target_id"),
+    enums={
+        "family": ("database", "secrets", "exposedFiles", "personalData", "vulnerableVersions", "configuration",
+                   "compliance", "server", "code"),
+        "severity": SEVERITIES,
+        "confidence": ("confirmed", "likely", "estimated"),
+        "status": ("open", "fixed", "false_positive", "accepted_risk"),
+    },
+)
+
+KNOWN_VALUES: dict[str, dict[str, tuple[str, ...]]] = {
+    e.name: e.enums for e in (ACCOUNT, PROJECT, TARGET, SCAN, ISSUE) if e.enums
+}

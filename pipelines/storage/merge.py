@@ -1,0 +1,208 @@
+"""Set-based merges of staged API pages into the history, one transaction per call.
+
+Pages go to an NDJSON file that DuckDB reads with every column as text, so a wrong type in one field
+cannot crash the load; the typed staging table is built with `TRY_CAST`, failures and unknown enum values
+go to `ingest_warnings`, and the merge SQL in `sql/merge/` does the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import duckdb
+
+from pipelines.sqlfiles import read_sql
+from pipelines.storage.entities import ACCOUNT, ISSUE, KNOWN_VALUES, PROJECT, SCAN, TARGET, Entity
+
+log = logging.getLogger("scanwatch.storage")
+
+__all__ = ["KNOWN_VALUES", "MergeResult", "merge_account", "merge_issues", "merge_projects", "merge_scans"]
+
+
+@dataclass
+class MergeResult:
+    rows: dict[str, int] = field(default_factory=dict)
+    events: dict[str, int] = field(default_factory=dict)
+    warnings: list[tuple[str, str | None, str, str | None]] = field(default_factory=list)
+    rejected: int = 0
+
+    @property
+    def rows_written(self) -> int:
+        return sum(self.rows.values()) + sum(self.events.values())
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[dict], result: MergeResult) -> int:
+    """Load records as text into `raw_<name>`, then build the typed `stg_<name>` and collect warnings."""
+    raw, stg = f"raw_{entity.name}", f"stg_{entity.name}"
+    cols = ", ".join(f"{_q(c)} VARCHAR" for c in entity.columns)
+    conn.execute(f"CREATE OR REPLACE TEMP TABLE {raw} ({cols})")
+    if records:
+        fd, path = tempfile.mkstemp(prefix=f"scanwatch-{entity.name}-", suffix=".ndjson")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                for rec in records:
+                    fh.write(json.dumps(rec, separators=(",", ":")))
+                    fh.write("\n")
+            spec = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in entity.columns) + "}"
+            conn.execute(f"INSERT INTO {raw} SELECT * FROM read_json(?, format='newline_delimited', columns={spec})",
+                         [path])
+        finally:
+            os.unlink(path)
+    missing = " OR ".join(f"{_q(c)} IS NULL" for c in entity.required)
+    result.rejected += conn.execute(f"SELECT count(*) FROM {raw} WHERE {missing}").fetchall()[0][0]
+    typed = ", ".join(
+        f"{_q(c)}" if t == "VARCHAR" else f"TRY_CAST({_q(c)} AS {t}) AS {_q(c)}" for c, t in entity.columns.items()
+    )
+    key = entity.required[0]
+    conn.execute(
+        f"CREATE OR REPLACE TEMP TABLE {stg} AS SELECT DISTINCT ON ({_q(key)}) {typed} FROM {raw} "
+        f"WHERE NOT ({missing})"
+    )
+    checks = [
+        f"SELECT '{c}' AS field, {_q(c)} AS value, {_q(key)} AS entity_id FROM {raw} "
+        f"WHERE {_q(c)} IS NOT NULL AND TRY_CAST({_q(c)} AS {t}) IS NULL"
+        for c, t in entity.columns.items() if t != "VARCHAR"
+    ] + [
+        f"SELECT '{c}', {_q(c)}, {_q(key)} FROM {raw} WHERE {_q(c)} IS NOT NULL AND {_q(c)} NOT IN "
+        "(" + ", ".join(f"'{v}'" for v in allowed) + ")"
+        for c, allowed in entity.enums.items()
+    ] + [
+        f"SELECT '{c}', NULL, {_q(key)} FROM {raw} WHERE {_q(c)} IS NULL" for c in entity.required
+    ]
+    found = conn.execute(
+        "INSERT INTO ingest_warnings (workspace_id, observed_at, entity, entity_id, field, value) "
+        f"SELECT DISTINCT getvariable('workspace_id'), getvariable('now'), '{entity.name}', w.entity_id, w.field, "
+        f"w.value FROM ({' UNION ALL '.join(checks)}) w WHERE NOT EXISTS (SELECT 1 FROM ingest_warnings o WHERE "
+        f"o.entity = '{entity.name}' AND o.entity_id IS NOT DISTINCT FROM w.entity_id AND o.field = w.field "
+        "AND o.value IS NOT DISTINCT FROM w.value) RETURNING entity, entity_id, field, value"
+    ).fetchall()
+    for entity_name, entity_id, fld, value in found:
+        log.warning("stored %s %s with unexpected %s=%r (kept, listed in ingest_warnings)",
+                    entity_name, entity_id, fld, value)
+    result.warnings.extend(found)
+    return conn.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
+
+
+def _set_context(conn: duckdb.DuckDBPyConnection, workspace_id: str | None, now: datetime,
+                 service_version: str | None = None) -> None:
+    conn.execute("SET VARIABLE workspace_id = ?", [workspace_id])
+    conn.execute("SET VARIABLE now = CAST(? AS TIMESTAMPTZ)", [now])
+    conn.execute("SET VARIABLE service_version = ?", [service_version])
+
+
+class _Transaction:
+    def __init__(self, conn: duckdb.DuckDBPyConnection):
+        self.conn = conn
+
+    def __enter__(self) -> duckdb.DuckDBPyConnection:
+        self.conn.execute("BEGIN TRANSACTION")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _count(conn: duckdb.DuckDBPyConnection, sql: str, params: Iterable = ()) -> int:
+    return conn.execute(sql, list(params)).fetchall()[0][0]
+
+
+def merge_account(conn: duckdb.DuckDBPyConnection, account: dict, *, now: datetime,
+                  service_version: str | None = None) -> MergeResult:
+    """Current account row plus one quota snapshot per quota."""
+    result = MergeResult()
+    workspace_id = (account.get("workspace") or {}).get("id")
+    with _Transaction(conn):
+        _set_context(conn, workspace_id, now, service_version)
+        result.rows["accounts"] = _stage(conn, ACCOUNT, [account], result)
+        before = _count(conn, "SELECT count(*) FROM quota_snapshots")
+        conn.execute(read_sql("merge/account.sql"))
+        result.rows["quota_snapshots"] = _count(conn, "SELECT count(*) FROM quota_snapshots") - before
+    return result
+
+
+def merge_projects(conn: duckdb.DuckDBPyConnection, workspace_id: str, projects: Sequence[dict], *,
+                   now: datetime) -> MergeResult:
+    """Projects and their embedded targets, removals marked, one score snapshot per project and target."""
+    result = MergeResult()
+    targets = [dict(t, project_id=p.get("id")) for p in projects for t in (p.get("targets") or [])]
+    with _Transaction(conn):
+        _set_context(conn, workspace_id, now)
+        result.rows["projects"] = _stage(conn, PROJECT, projects, result)
+        result.rows["targets"] = _stage(conn, TARGET, targets, result)
+        conn.execute(read_sql("merge/projects.sql"))
+        result.rows["score_snapshots"] = result.rows["projects"] + result.rows["targets"]
+    return result
+
+
+def merge_scans(conn: duckdb.DuckDBPyConnection, workspace_id: str, scans: Sequence[dict], *,
+                now: datetime) -> MergeResult:
+    """Scans read this run; `project_id` must be set on each (the scan object does not carry it)."""
+    result = MergeResult()
+    with _Transaction(conn):
+        _set_context(conn, workspace_id, now)
+        result.rows["scans"] = _stage(conn, SCAN, scans, result)
+        conn.execute(read_sql("merge/scans.sql"))
+    return result
+
+
+def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Sequence[dict], *,
+                 now: datetime, project_state: Sequence[tuple[str, str | None, bool]] = ()) -> MergeResult:
+    """Complete issue lists of some projects: events diffed against the history, then upserted.
+
+    `project_state` rows (project_id, fingerprint, full_reconcile) are recorded in the same transaction,
+    so a project is only marked as read once its issues are in.
+    """
+    result = MergeResult()
+    with _Transaction(conn):
+        _set_context(conn, workspace_id, now)
+        result.rows["issues"] = _stage(conn, ISSUE, issues, result)
+        before = dict(conn.execute("SELECT event, count(*) FROM issue_events GROUP BY 1").fetchall())
+        conn.execute(read_sql("merge/issues.sql"))
+        after = dict(conn.execute("SELECT event, count(*) FROM issue_events GROUP BY 1").fetchall())
+        result.events = {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+        if project_state:
+            conn.executemany(
+                "INSERT INTO project_sync_state (workspace_id, project_id, issues_fingerprint, issues_synced_at, "
+                "full_reconcile_at) VALUES (?, ?, ?, ?, CASE WHEN ? THEN CAST(? AS TIMESTAMPTZ) END) "
+                "ON CONFLICT (project_id) DO UPDATE SET issues_fingerprint = excluded.issues_fingerprint, "
+                "issues_synced_at = excluded.issues_synced_at, "
+                "full_reconcile_at = coalesce(excluded.full_reconcile_at, project_sync_state.full_reconcile_at)",
+                [[workspace_id, pid, fp, now, full, now] for pid, fp, full in project_state],
+            )
+    return result
+
+
+def record_scans_state(conn: duckdb.DuckDBPyConnection, workspace_id: str,
+                       project_state: Sequence[tuple[str, str | None]], now: datetime) -> None:
+    if project_state:
+        conn.executemany(
+            "INSERT INTO project_sync_state (workspace_id, project_id, scans_fingerprint, scans_synced_at) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (project_id) DO UPDATE SET "
+            "scans_fingerprint = excluded.scans_fingerprint, scans_synced_at = excluded.scans_synced_at",
+            [[workspace_id, pid, fp, now] for pid, fp in project_state],
+        )
+
+
+def record_sync_run(conn: duckdb.DuckDBPyConnection, *, workspace_id: str | None, run_id: str, asset: str,
+                    started_at: datetime, finished_at: datetime, status: str, stats: dict | None = None,
+                    rows_written: int = 0, error: str | None = None) -> None:
+    """The pipeline's own health, read by the metrics snapshot."""
+    stats = stats or {}
+    conn.execute(
+        "INSERT INTO sync_runs (workspace_id, run_id, asset, started_at, finished_at, status, requests, retries, "
+        "rate_limited, rate_limit_remaining, rows_written, service_version, error) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [workspace_id, run_id, asset, started_at, finished_at, status, stats.get("requests"), stats.get("retries"),
+         stats.get("rate_limited"), stats.get("last_remaining"), rows_written, stats.get("service_version"),
+         (error or "")[:500] or None],
+    )

@@ -1,0 +1,42 @@
+-- stg_issues: the complete issue lists of the projects read this run. Events compare the staged state with
+-- the history before the upsert overwrites it; both statements run in one transaction.
+INSERT INTO issue_events (workspace_id, issue_id, project_id, target_id, severity, observed_at, event, from_value, to_value)
+WITH d AS (
+    SELECT s.*, i.id IS NULL AS is_new, i.status AS old_status, i.severity AS old_severity,
+           i.fixed_at AS old_fixed_at,
+           -- Fixed on both sides but found fixed again later: it regressed and was fixed between two syncs.
+           (i.status = 'fixed' AND s.status = 'fixed' AND s.fixed_at > i.fixed_at) AS refixed
+    FROM stg_issues s LEFT JOIN issues i ON i.id = s.id
+), e AS (
+    SELECT d.*, 'opened' AS event, NULL AS from_value, status AS to_value FROM d WHERE is_new
+    UNION ALL
+    SELECT d.*, 'reopened', 'fixed', CASE WHEN refixed THEN 'open' ELSE status END FROM d
+    WHERE NOT is_new AND old_status = 'fixed' AND (status IS DISTINCT FROM 'fixed' OR refixed)
+    UNION ALL
+    SELECT d.*, 'status_changed', CASE WHEN refixed THEN 'open' ELSE old_status END, status FROM d
+    WHERE NOT is_new AND ((old_status IS DISTINCT FROM status AND old_status IS DISTINCT FROM 'fixed') OR refixed)
+    UNION ALL
+    SELECT d.*, 'severity_changed', old_severity, severity FROM d
+    WHERE NOT is_new AND old_severity IS DISTINCT FROM severity
+)
+SELECT getvariable('workspace_id'), id, project_id, target_id, severity, getvariable('now'), event, from_value, to_value
+FROM e;
+
+INSERT INTO issues (workspace_id, id, project_id, target_id, address, control_id, family, severity, confidence, status,
+                    title, explanation, detail, location, file, line, "commit", evidence, fix_unlocked,
+                    status_reason, marked_by, first_seen_at, last_seen_at, fixed_at,
+                    first_observed_at, last_observed_at)
+SELECT getvariable('workspace_id'), id, project_id, target_id, address, control_id, family, severity, confidence, status,
+       title, explanation, detail, location, file, line, "commit", evidence, fix_unlocked,
+       status_reason, marked_by, first_seen_at, last_seen_at, fixed_at,
+       getvariable('now'), getvariable('now')
+FROM stg_issues
+ON CONFLICT (id) DO UPDATE SET
+    project_id = excluded.project_id, target_id = excluded.target_id, address = excluded.address,
+    control_id = excluded.control_id, family = excluded.family, severity = excluded.severity,
+    confidence = excluded.confidence, status = excluded.status, title = excluded.title,
+    explanation = excluded.explanation, detail = excluded.detail, location = excluded.location,
+    file = excluded.file, line = excluded.line, "commit" = excluded."commit", evidence = excluded.evidence,
+    fix_unlocked = excluded.fix_unlocked, status_reason = excluded.status_reason, marked_by = excluded.marked_by,
+    first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at, fixed_at = excluded.fixed_at,
+    last_observed_at = excluded.last_observed_at;
