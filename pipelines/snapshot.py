@@ -1,0 +1,169 @@
+"""The metrics snapshot: what the exporter serves, built from the DuckDB history after each sync.
+
+The exporter must never open the database (a read-write holder locks the file even for readers), so the
+pipeline hands it a small JSON document instead. DuckDB computes every aggregate (`sql/snapshot/*.sql`,
+one query per table); this module only runs them in one read transaction, labels the result and writes
+it atomically, so a scrape sees either the previous snapshot or the new one, never half of either.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # duckdb stays out of the exporter's imports
+    import duckdb
+
+SCHEMA_VERSION = 1
+DEFAULT_SLA_DAYS: dict[str, int] = {"critical": 7, "high": 30, "medium": 90, "low": 180}
+# An open issue is "due soon" once less than this share of its SLA window is left.
+DUE_SOON_FRACTION = 0.25
+# Upper bounds of the time-to-fix histogram, seconds: 1h, 4h, 12h, 1d, 3d, 7d, 14d, 30d, 90d, 180d, 365d.
+TTF_BUCKETS: tuple[float, ...] = (
+    3600.0, 14400.0, 43200.0, 86400.0, 259200.0, 604800.0, 1209600.0, 2592000.0, 7776000.0, 15552000.0,
+    31536000.0,
+)
+TABLES: tuple[str, ...] = (
+    "workspaces", "quotas", "projects", "targets", "issue_severity", "issue_status", "issue_family",
+    "lifecycle", "time_to_fix", "scans", "pipeline", "critical_issues",
+)
+
+
+class SnapshotError(RuntimeError):
+    """The snapshot file is missing, unreadable, or from an incompatible schema version."""
+
+
+def sql_dir() -> Path:
+    """The snapshot queries: from the source tree, or the copy a built wheel carries."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "sql" / "snapshot", here / "_sql" / "snapshot"):
+        if candidate.is_dir():
+            return candidate
+    raise SnapshotError("snapshot SQL not found (looked in sql/snapshot and pipelines/_sql/snapshot)")
+
+
+def _load_queries() -> dict[str, str]:
+    directory = sql_dir()
+    return {name: (directory / f"{name}.sql").read_text(encoding="utf-8") for name in TABLES}
+
+
+def _jsonable(value: Any) -> Any:
+    # JSON has no NaN/inf; DuckDB lists arrive as lists, decimals should not appear (queries cast).
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return value
+
+
+def _run(conn: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    wanted = {k: v for k, v in params.items() if re.search(rf"\${k}\b", sql)}
+    cursor = conn.execute(sql, wanted) if wanted else conn.execute(sql)
+    columns = [d[0] for d in cursor.description]
+    return [{c: _jsonable(v) for c, v in zip(columns, row, strict=True)} for row in cursor.fetchall()]
+
+
+def build_snapshot(
+    conn: duckdb.DuckDBPyConnection,
+    *,
+    now: datetime,
+    sla_days: dict[str, int] | None = None,
+    critical_info_limit: int = 50,
+) -> dict:
+    """Aggregate the whole history (every workspace) into the document the exporter serves.
+
+    All queries run in one read transaction on a cursor, so the tables agree with each other even if a
+    writer commits meanwhile. Only committed data is seen: call it after the sync has committed.
+    """
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware (UTC)")
+    sla = {**DEFAULT_SLA_DAYS, **(sla_days or {})}
+    params: dict[str, Any] = {
+        "now": now.astimezone(UTC).isoformat(),
+        "sla_critical": sla["critical"],
+        "sla_high": sla["high"],
+        "sla_medium": sla["medium"],
+        "sla_low": sla["low"],
+        "due_soon_fraction": DUE_SOON_FRACTION,
+        "ttf_buckets": list(TTF_BUCKETS),
+        "critical_limit": max(0, int(critical_info_limit)),
+    }
+    queries = _load_queries()
+    # A cursor is a second connection to the same database: its own transaction gives every query the
+    # same committed state, and never touches (or aborts) a transaction the caller may hold open.
+    cursor = conn.cursor()
+    try:
+        cursor.execute("BEGIN TRANSACTION")
+        tables = {name: _run(cursor, sql, params) for name, sql in queries.items()}
+        cursor.execute("ROLLBACK")
+    finally:
+        cursor.close()
+    return {
+        "schema": SCHEMA_VERSION,
+        "generated_at": now.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "generated_at_seconds": now.timestamp(),
+        "sla_days": {k: sla[k] for k in ("critical", "high", "medium", "low")},
+        "due_soon_fraction": DUE_SOON_FRACTION,
+        "ttf_buckets": list(TTF_BUCKETS),
+        "critical_info_limit": params["critical_limit"],
+        "tables": tables,
+    }
+
+
+def write_snapshot(snapshot: dict, path: Path) -> None:
+    """Replace the snapshot atomically: a temp file in the same directory, fsync, then os.replace.
+
+    A reader opening the path at any moment gets a complete document, old or new.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(snapshot, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    try:  # make the rename itself durable; not every filesystem allows opening a directory
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+def read_snapshot(path: Path) -> dict:
+    """Load a snapshot, refusing one this version cannot interpret rather than exporting nonsense."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from exc
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise SnapshotError(f"snapshot {path} is not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise SnapshotError(f"snapshot {path} is not a JSON object")
+    if doc.get("schema") != SCHEMA_VERSION:
+        raise SnapshotError(f"snapshot {path} has schema {doc.get('schema')!r}, this version reads {SCHEMA_VERSION}")
+    tables = doc.get("tables")
+    if not isinstance(tables, dict) or not all(isinstance(tables.get(t, []), list) for t in TABLES):
+        raise SnapshotError(f"snapshot {path} has no valid 'tables' object")
+    return doc

@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+import pytest
+
+from pipelines.snapshot import build_snapshot
+from tests.exporter.history import NOW, fresh_db, load_history
+
+
+@pytest.fixture
+def history_conn():
+    conn = fresh_db()
+    load_history(conn)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def snapshot(history_conn) -> dict:
+    return build_snapshot(history_conn, now=NOW, critical_info_limit=2)
