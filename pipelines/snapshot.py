@@ -39,18 +39,10 @@ class SnapshotError(RuntimeError):
     """The snapshot file is missing, unreadable, or from an incompatible schema version."""
 
 
-def sql_dir() -> Path:
-    """The snapshot queries: from the source tree, or the copy a built wheel carries."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "sql" / "snapshot", here / "_sql" / "snapshot"):
-        if candidate.is_dir():
-            return candidate
-    raise SnapshotError("snapshot SQL not found (looked in sql/snapshot and pipelines/_sql/snapshot)")
-
-
 def _load_queries() -> dict[str, str]:
-    directory = sql_dir()
-    return {name: (directory / f"{name}.sql").read_text(encoding="utf-8") for name in TABLES}
+    from pipelines.sqlfiles import read_sql  # one answer to "where are the SQL files" (checkout or wheel)
+
+    return {name: read_sql(f"snapshot/{name}.sql") for name in TABLES}
 
 
 def _jsonable(value: Any) -> Any:
