@@ -1,0 +1,339 @@
+"""The synchronous client of the Security Scanning Service.
+
+One ``httpx.Client`` (thread-safe) and one pacer are shared by every thread of a ``ScanningClient``, so that
+``map`` can overlap requests to hide latency while the key's budget is still spent as one. Tests swap the
+``transport`` (``httpx.MockTransport`` or a real simulator) and inject ``sleep``/``clock``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from importlib import metadata
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from .errors import ApiConnectionError, ApiError, ApiTimeoutError, MalformedResponseError, from_response
+from .pacing import Pacer
+from .paging import collect_latest, iter_unique, walk
+from .retry import RetryPolicy
+from .stats import RequestStats
+
+log = logging.getLogger("scanwatch.api")
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("scanwatch")
+    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
+        return "0"
+
+
+def mask_key(api_key: str) -> str:
+    """What may be shown of a credential: its kind, never its secret part."""
+    prefix = api_key[:4] if api_key[:4] in ("rst_", "rat_") else ""
+    return f"{prefix}…"
+
+
+def _check_envelope(body: Any) -> dict[str, Any]:
+    ok = (
+        isinstance(body, dict)
+        and body.get("object") == "list"
+        and isinstance(body.get("data"), list)
+        and isinstance(body.get("has_more"), bool)
+        and all(isinstance(item, dict) and isinstance(item.get("id"), str) for item in body["data"])
+    )
+    if not ok:
+        raise ValueError("not a list envelope (object=list, data=[{id...}], has_more=bool)")
+    return body
+
+
+def _check_object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ValueError("not a JSON object")
+    return body
+
+
+class ScanningClient:
+    """Paced, retried, paginated access to the service with typed errors; see the package docstring."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+        max_attempts: int = 6,
+        page_size: int = 100,
+        concurrency: int = 4,
+        user_agent: str = f"scanwatch/{_version()}",
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        max_restarts: int = 3,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if not 1 <= page_size <= 100:
+            raise ValueError("page_size must be between 1 and 100 (the service's limit)")
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self.page_size = page_size
+        self.concurrency = max(1, concurrency)
+        self.max_restarts = max_restarts
+        self.stats = RequestStats()
+        self._sleep = sleep
+        self._retry = retry or RetryPolicy(max_attempts=max_attempts)
+        self._pacer = Pacer(clock=clock, sleep=sleep, stats=self.stats)
+        self._version_lock = threading.Lock()
+        self._http = httpx.Client(
+            base_url=self.base_url + "/",
+            transport=transport,
+            timeout=timeout,
+            headers={
+                "Authorization": f"Bearer {api_key}",
+                "User-Agent": user_agent,
+                "Accept": "application/json",
+            },
+            limits=httpx.Limits(max_connections=self.concurrency + 2, max_keepalive_connections=self.concurrency + 2),
+            follow_redirects=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"ScanningClient(base_url={self.base_url!r}, api_key={mask_key(self._api_key)!r})"
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ScanningClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pacer(self) -> Pacer:
+        return self._pacer
+
+    # -- the one request path ----------------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        route: str,
+        *,
+        path_params: dict[str, str] | None = None,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        idempotency_key: str | None = None,
+        check: Callable[[Any], dict[str, Any]] = _check_object,
+    ) -> dict[str, Any]:
+        """Send one logical request (with its retries) and return the decoded body.
+
+        ``route`` is the spec's path template (``/projects/{project_id}``): it names the route in stats, logs
+        and errors and decides the scope a 403 names; ids are quoted into it here.
+        """
+        method = method.upper()
+        if method == "POST" and not idempotency_key:
+            raise ValueError("every POST needs an idempotency_key, so that a retry never spends quota twice")
+        path = route.format(**{k: quote(str(v), safe="") for k, v in (path_params or {}).items()})
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        label = f"{method} {route}"
+        attempt = 0
+        while True:
+            attempt += 1
+            self._pacer.acquire()
+            started = time.perf_counter()
+            try:
+                response = self._http.request(method, path.lstrip("/"), params=params, json=json, headers=headers)
+            except httpx.TransportError as exc:
+                self._pacer.release(None)
+                self.stats.record_request(label, None)
+                log.debug("%s %s -> %s in %.3fs", method, path, type(exc).__name__, time.perf_counter() - started)
+                delay = self._retry.delay_for_failure(attempt)
+                if delay is None:
+                    raise self._connection_error(exc, method, route) from None
+                self._pause(delay)
+                continue
+            self._pacer.release(response.headers)
+            self.stats.record_request(label, response.status_code)
+            self._note_version(response.headers.get("service-version"))
+            log.debug("%s %s -> %d in %.3fs", method, path, response.status_code, time.perf_counter() - started)
+            if response.is_success:
+                try:
+                    return check(response.json())
+                except ValueError as exc:
+                    delay = self._retry.delay_for_failure(attempt)
+                    if delay is None:
+                        raise MalformedResponseError(
+                            f"the body is not the JSON the contract promises ({exc})",
+                            status=response.status_code,
+                            request_id=response.headers.get("request-id"),
+                            method=method,
+                            route=route,
+                        ) from None
+                    self._pause(delay)
+                    continue
+            err = from_response(response.status_code, self._json_or_none(response), response.headers,
+                                method=method, route=route)
+            delay = self._retry.delay_for_error(err, attempt)
+            if delay is None:
+                raise err
+            if err.retry_after is not None and err.status in (429, 503):
+                self._pacer.block_for(delay)  # every thread holds back, not only this one
+            self._pause(delay)
+
+    def _pause(self, seconds: float) -> None:
+        self.stats.record_retry()
+        if seconds > 0:
+            self._sleep(seconds)
+            self.stats.add_wait(seconds)
+
+    @staticmethod
+    def _json_or_none(response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            return None
+
+    def _note_version(self, version: str | None) -> None:
+        if not version:
+            return
+        previous = self.stats.record_version(version)
+        if previous is not None:
+            log.warning("the service's version changed from %s to %s between responses", previous, version)
+
+    def _connection_error(self, exc: httpx.TransportError, method: str, route: str) -> ApiError:
+        kind = type(exc).__name__
+        if isinstance(exc, httpx.TimeoutException):
+            return ApiTimeoutError(
+                f"no answer from {self.base_url} within the timeout ({kind})",
+                method=method, route=route,
+                summary=f"{method} {route} timed out ({kind}) against {self.base_url} after every retry: "
+                "the service is slow or unreachable; check SCANWATCH_BASE_URL and the network",
+            )
+        if isinstance(exc, httpx.ConnectError):
+            return ApiConnectionError(
+                f"could not connect to {self.base_url} ({kind})",
+                method=method, route=route,
+                summary=f"Could not connect to {self.base_url} ({kind}: connection refused or host unknown): "
+                "check SCANWATCH_BASE_URL and that the service is running",
+            )
+        return ApiConnectionError(
+            f"the connection to {self.base_url} failed ({kind})",
+            method=method, route=route,
+            summary=f"{method} {route}: the connection to {self.base_url} dropped ({kind}) on every retry: "
+            "check SCANWATCH_BASE_URL and the network",
+        )
+
+    # -- lists ---------------------------------------------------------------------------------------------------
+
+    def _walk(self, route: str, path_params: dict[str, str] | None = None,
+              filters: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        def fetch(page: dict[str, Any]) -> dict[str, Any]:
+            params = {**(filters or {}), **page}
+            return self.request("GET", route, path_params=path_params, params=params, check=_check_envelope)
+
+        return walk(fetch, page_size=self.page_size, max_restarts=self.max_restarts,
+                    on_restart=self.stats.record_restart)
+
+    # -- routes --------------------------------------------------------------------------------------------------
+
+    def get_account(self) -> dict[str, Any]:
+        return self.request("GET", "/account")
+
+    def list_projects(self) -> list[dict[str, Any]]:
+        """Every project (oldest first), each with its targets."""
+        return collect_latest(self._walk("/projects"))
+
+    def get_project(self, project_id: str) -> dict[str, Any]:
+        return self.request("GET", "/projects/{project_id}", path_params={"project_id": project_id})
+
+    def iter_scans(self, project_id: str) -> Iterator[dict[str, Any]]:
+        """Scans newest first, fetched a page at a time: stop iterating at the first known scan to save requests."""
+        return iter_unique(self._walk("/projects/{project_id}/scans", {"project_id": project_id}))
+
+    def list_issues(
+        self,
+        project_id: str,
+        *,
+        status: str | None = None,
+        severity: str | None = None,
+        target_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every issue of the project matching the filters (worst first)."""
+        filters = {k: v for k, v in (("status", status), ("severity", severity), ("target_id", target_id)) if v}
+        return collect_latest(self._walk("/projects/{project_id}/issues", {"project_id": project_id}, filters))
+
+    def get_scan(self, scan_id: str) -> dict[str, Any]:
+        return self.request("GET", "/scans/{scan_id}", path_params={"scan_id": scan_id})
+
+    def get_issue(self, issue_id: str) -> dict[str, Any]:
+        return self.request("GET", "/issues/{issue_id}", path_params={"issue_id": issue_id})
+
+    def start_scan(self, target_id: str, *, kind: str | None = None, idempotency_key: str) -> dict[str, Any]:
+        """A new scan (201) or the running/recent one (200, ``reused`` true); both mean the target is covered."""
+        body = {"kind": kind} if kind else {}
+        return self.request("POST", "/targets/{target_id}/scans", path_params={"target_id": target_id},
+                            json=body, idempotency_key=idempotency_key)
+
+    def create_project(self, name: str, url: str | None = None, *, idempotency_key: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name}
+        if url is not None:
+            body["url"] = url
+        return self.request("POST", "/projects", json=body, idempotency_key=idempotency_key)
+
+    def add_target(self, project_id: str, url: str, *, idempotency_key: str) -> dict[str, Any]:
+        return self.request("POST", "/projects/{project_id}/targets", path_params={"project_id": project_id},
+                            json={"url": url}, idempotency_key=idempotency_key)
+
+    def mark_issue(self, issue_id: str, status: str, reason: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"status": status}
+        if reason is not None:
+            body["reason"] = reason
+        return self.request("PATCH", "/issues/{issue_id}", path_params={"issue_id": issue_id}, json=body)
+
+    def recheck_issue(self, issue_id: str, *, idempotency_key: str) -> dict[str, Any]:
+        return self.request("POST", "/issues/{issue_id}/recheck", path_params={"issue_id": issue_id},
+                            json={}, idempotency_key=idempotency_key)
+
+    # -- concurrency ---------------------------------------------------------------------------------------------
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """Run ``fn`` over ``items`` on up to ``concurrency`` threads sharing this client's pacer.
+
+        Overlapping hides latency; the pacer keeps the overlap inside the budget. Results keep the input
+        order. On the first exception no new item starts, running ones finish, and that exception is raised.
+        """
+        todo = list(items)
+        results: list[Any] = [None] * len(todo)
+        if self.concurrency == 1 or len(todo) <= 1:
+            return [fn(item) for item in todo]
+        failure: BaseException | None = None
+        running: dict[Future[R], int] = {}
+        next_index = 0
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="scanwatch-api") as pool:
+            while running or (next_index < len(todo) and failure is None):
+                while failure is None and next_index < len(todo) and len(running) < self.concurrency:
+                    running[pool.submit(fn, todo[next_index])] = next_index
+                    next_index += 1
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = running.pop(future)
+                    exc = future.exception()
+                    if exc is not None:
+                        failure = failure or exc
+                    else:
+                        results[index] = future.result()
+        if failure is not None:
+            raise failure
+        return results

@@ -1,0 +1,136 @@
+"""Pacing under the service's rate limit, shared by every thread of one client.
+
+The budget (120 requests a minute per key) is shared with the service's agent server, so the only truth is the
+``X-RateLimit-*`` headers of the latest answers. The pacer lets a request go only while the last reported
+``Remaining``, minus the requests still in flight (their answers may not be counted in it yet), stays above a
+tiny reserve; once the budget is spent it sleeps until the reported reset plus a small margin rather than
+sending into a 429. A 429 or 503 with ``Retry-After`` blocks every thread until then.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from .stats import RequestStats
+
+
+def _num(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+class Pacer:
+    """Admission control for requests: call ``acquire()`` before sending and ``release(headers)`` after."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        stats: RequestStats | None = None,
+        reserve: int = 1,
+        margin: float = 0.2,
+        max_pause: float = 65.0,
+    ) -> None:
+        self._clock = clock
+        self._sleep = sleep
+        self._stats = stats
+        self.reserve = reserve
+        self.margin = margin
+        self.max_pause = max_pause
+        self._cond = threading.Condition(threading.Lock())
+        self.limit: int | None = None
+        self.remaining: int | None = None  # as last reported, less answers seen without headers since
+        self.reset: float | None = None  # Unix seconds, as reported
+        self.in_flight = 0
+        self.blocked_until = 0.0
+
+    # -- decisions (pure given the state; called under the lock) -----------------------------------------
+
+    def _roll_over(self, now: float) -> None:
+        """Past the reset the window restarted: the whole limit is presumed back until an answer says more."""
+        if self.reset is not None and now >= self.reset + self.margin:
+            self.remaining = self.limit
+            self.reset = None
+
+    def _wait_needed(self, now: float) -> tuple[float, bool]:
+        """Seconds to wait before sending, and whether that wait is for an in-flight answer (not a sleep)."""
+        if now < self.blocked_until:
+            return self.blocked_until - now, False
+        self._roll_over(now)
+        if self.remaining is None:
+            # Nothing known yet: one probe at a time until the first headers arrive.
+            return (0.0, False) if self.in_flight == 0 else (0.05, True)
+        if self.remaining - self.in_flight > self.reserve:
+            return 0.0, False
+        if self.in_flight > 0:
+            # Answers in flight carry fresher headers: wait for them rather than for the reset.
+            return 0.05, True
+        if self.reset is None:
+            # Spent, with no reset known (answers without headers): back off briefly, then probe again.
+            self.blocked_until, self.remaining = now + 1.0, None
+            return 1.0, False
+        return min(self.max_pause, max(0.0, self.reset + self.margin - now)), False
+
+    # -- the protocol ------------------------------------------------------------------------------------------
+
+    def acquire(self) -> None:
+        while True:
+            with self._cond:
+                now = self._clock()
+                wait, for_answer = self._wait_needed(now)
+                if wait <= 0:
+                    self.in_flight += 1
+                    return
+                if for_answer:
+                    started = time.monotonic()
+                    self._cond.wait(timeout=wait)
+                    self._waited(time.monotonic() - started)
+                    continue
+            self._sleep(wait)
+            self._waited(wait)
+
+    def release(self, headers: Mapping[str, str] | None) -> None:
+        """Account an answer (``None`` when no answer came back) and wake threads waiting for one."""
+        with self._cond:
+            self.in_flight = max(0, self.in_flight - 1)
+            self._observe(headers)
+            self._cond.notify_all()
+
+    def block_for(self, seconds: float) -> None:
+        """Hold every thread for ``seconds`` (a ``Retry-After``): the budget is the key's, not the thread's."""
+        with self._cond:
+            until = self._clock() + min(seconds, self.max_pause)
+            self.blocked_until = max(self.blocked_until, until)
+            # Past the block, the headers of the next answer decide again (one probe at a time).
+            self.remaining, self.reset = None, None
+
+    def _observe(self, headers: Mapping[str, str] | None) -> None:
+        limit = _num(headers.get("x-ratelimit-limit")) if headers is not None else None
+        remaining = _num(headers.get("x-ratelimit-remaining")) if headers is not None else None
+        reset = _num(headers.get("x-ratelimit-reset")) if headers is not None else None
+        if limit is not None:
+            self.limit = int(limit)
+        if remaining is None:
+            if headers is not None and self.remaining is not None:
+                self.remaining -= 1  # an error answer without headers still spent one request
+            return
+        remaining_i = int(remaining)
+        if reset is None or self.reset is None or reset > self.reset:
+            # A newer window (or the first news): take it as it is.
+            self.remaining, self.reset = remaining_i, reset
+        elif reset == self.reset:
+            # Same window, answers may arrive out of order: the lowest count is the latest.
+            self.remaining = remaining_i if self.remaining is None else min(self.remaining, remaining_i)
+        if self._stats is not None:
+            self._stats.record_limits(self.limit, remaining_i, reset)
+
+    def _waited(self, seconds: float) -> None:
+        if self._stats is not None and seconds > 0:
+            self._stats.add_wait(seconds)

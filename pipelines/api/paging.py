@@ -1,0 +1,71 @@
+"""One cursor walk for every list of the service.
+
+Pages are asked for with ``limit`` and ``starting_after`` = the last id seen. When the list changes under the
+walk the service answers 400 ``cursor_invalid``; the walk then starts over from the first page (a bounded
+number of times). Items are de-duplicated by id across pages and restarts, so an item that moved between
+pages is neither lost nor doubled.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .errors import ApiError, MalformedResponseError
+
+log = logging.getLogger("scanwatch.api")
+
+FetchPage = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def walk(
+    fetch: FetchPage,
+    *,
+    page_size: int,
+    max_restarts: int = 3,
+    on_restart: Callable[[], None] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Yield every item of every page, lazily; a consumer that stops iterating stops the paging."""
+    restarts = 0
+    cursor: str | None = None
+    while True:
+        params: dict[str, Any] = {"limit": page_size}
+        if cursor is not None:
+            params["starting_after"] = cursor
+        try:
+            page = fetch(params)
+        except ApiError as err:
+            if err.code != "cursor_invalid" or cursor is None or restarts >= max_restarts:
+                raise
+            restarts += 1
+            log.info("list changed while paged (cursor_invalid); restarting from the first page (%d)", restarts)
+            if on_restart is not None:
+                on_restart()
+            cursor = None
+            continue
+        data = page["data"]
+        yield from data
+        if not page["has_more"]:
+            return
+        if not data:
+            raise MalformedResponseError("a list page said has_more with no items", status=200)
+        cursor = str(data[-1]["id"])
+
+
+def iter_unique(items: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """First sighting of each id wins: for lazy consumers, which cannot take back what was yielded."""
+    seen: set[str] = set()
+    for item in items:
+        key = str(item["id"])
+        if key not in seen:
+            seen.add(key)
+            yield item
+
+
+def collect_latest(items: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Latest sighting of each id wins (a restart sees fresher state), in the order ids were first seen."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for item in items:
+        by_id[str(item["id"])] = item
+    return list(by_id.values())
