@@ -1,6 +1,6 @@
 -- name: open_issues_by_day
 -- description: Open issues at the end of each UTC day by severity, rebuilt from first_seen_at, fixed_at and
---   the observed status and severity changes (marks, fixes, reopenings) in issue_events.
+--   the status and severity changes (marks, fixes, reopenings) observed in issue_events.
 --
 -- An issue counts on a day when it was first seen before the day ended and its status at the end of the day
 -- was `open`. The status at a moment is the latest status event before it; before an issue's first status
@@ -9,7 +9,25 @@
 -- never counts. The service's fixed_at is more exact than the sync that observed the fix, so it is used
 -- as the time of the fix event it belongs to. Severity follows severity_changed events the same way.
 -- The last row (today) agrees with the issues whose status is `open` now.
-WITH status_events AS (
+WITH status_changes AS (
+    SELECT
+        issue_id,
+        observed_at,
+        event,
+        CASE event
+            WHEN 'fixed' THEN coalesce(from_value, 'open')
+            WHEN 'reopened' THEN coalesce(from_value, 'fixed')
+            ELSE from_value
+        END AS from_value,
+        CASE event
+            WHEN 'fixed' THEN 'fixed'
+            WHEN 'reopened' THEN coalesce(to_value, 'open')
+            ELSE to_value
+        END AS to_value
+    FROM issue_events
+    WHERE event IN ('status_changed', 'reopened', 'fixed')
+),
+status_events AS (
     SELECT
         e.issue_id,
         e.from_value,
@@ -23,9 +41,8 @@ WITH status_events AS (
             ELSE timezone('UTC', e.observed_at)
         END AS at,
         row_number() OVER w AS n
-    FROM issue_events AS e
+    FROM status_changes AS e
     JOIN issues AS i ON i.id = e.issue_id
-    WHERE e.event IN ('status_changed', 'reopened')
     WINDOW w AS (PARTITION BY e.issue_id ORDER BY e.observed_at, e.event)
 ),
 severity_events AS (

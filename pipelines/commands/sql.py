@@ -1,0 +1,192 @@
+"""`scanwatch sql`: the cookbook and ad-hoc read-only SQL on the history.
+
+The history is the pipeline's to write: this command opens DuckDB read-only, runs one read statement,
+and locks its configuration so a query cannot reach other files either. DuckDB is imported only when
+a query runs, so listing the cookbook stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import decimal
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EXIT_ERROR = 1
+EXIT_BUSY = 75  # EX_TEMPFAIL: the same command will work once the sync is done
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_READ_TYPES = {"SELECT", "EXPLAIN"}  # SHOW, DESCRIBE, SUMMARIZE, FROM and VALUES parse as SELECT
+
+
+class SqlCommandError(Exception):
+    """A condition the user can act on; the message is the whole output, no traceback."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "query",
+        nargs="?",
+        help="a cookbook name, a read-only SQL statement, or - to read SQL from stdin; none lists the cookbook",
+    )
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
+    parser.add_argument("--db", type=Path, help="DuckDB history file (default: SCANWATCH_DB or data/scanwatch.duckdb)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines import sqlfiles
+
+    queries = sqlfiles.cookbook()
+    if args.query is None:
+        _print_cookbook(queries)
+        return 0
+    try:
+        sql = _resolve_sql(args.query, queries)
+        columns, rows = execute_read_only(_db_path(args.db), sql)
+    except SqlCommandError as exc:
+        print(f"scanwatch sql: {exc}", file=sys.stderr)
+        return exc.code
+    write_result(columns, rows, args.format, sys.stdout)
+    return 0
+
+
+def _db_path(given: Path | None) -> Path:
+    if given is not None:
+        return given
+    from pipelines import settings
+
+    return settings.paths().db
+
+
+def _resolve_sql(query: str, queries: dict[str, Any]) -> str:
+    """A bare word is a cookbook name; a typo deserves a hint, not DuckDB's parser error."""
+    text = sys.stdin.read() if query == "-" else query
+    name = text.strip()
+    if name in queries:
+        return queries[name].sql
+    if _NAME.match(name):
+        raise SqlCommandError(f"no cookbook query named {name!r}; run 'scanwatch sql' to list them")
+    return text
+
+
+def execute_read_only(db: Path, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run one read statement; three locks hold: read-only file, statement type, no file access."""
+    import duckdb
+
+    if not db.is_file():
+        raise SqlCommandError(f"no history yet at {db}: run scanwatch sync")
+    try:
+        con = duckdb.connect(str(db), read_only=True, config={"enable_external_access": False})
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise SqlCommandError(
+                f"a sync is writing the history at {db}; try again in a moment", EXIT_BUSY
+            ) from None
+        raise SqlCommandError(f"cannot open {db}: {_first_line(exc)}") from None
+    except duckdb.Error as exc:
+        raise SqlCommandError(f"cannot open {db}: {_first_line(exc)}") from None
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET lock_configuration = true")
+        statement = _single_read_statement(con, sql)
+        cursor = con.execute(statement)
+        columns = [d[0] for d in cursor.description or []]
+        return columns, cursor.fetchall()
+    except duckdb.Error as exc:
+        raise SqlCommandError(f"query failed: {_first_line(exc)}") from None
+    finally:
+        con.close()
+
+
+def _single_read_statement(con: Any, sql: str) -> str:
+    statements = con.extract_statements(sql)
+    if not statements:
+        raise SqlCommandError("nothing to run: give a cookbook name or a SELECT statement")
+    if len(statements) > 1:
+        raise SqlCommandError(f"one statement at a time (got {len(statements)})")
+    kind = str(statements[0].type).rsplit(".", 1)[-1]
+    if kind not in _READ_TYPES:
+        raise SqlCommandError(
+            f"the history is read-only here: {kind} is refused; run SELECT, WITH, FROM, SHOW, DESCRIBE or EXPLAIN"
+        )
+    return statements[0].query
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _print_cookbook(queries: dict[str, Any]) -> None:
+    width = max((len(n) for n in queries), default=0)
+    print("Cookbook queries (run one with: scanwatch sql NAME [--format csv|json]):\n")
+    for name, query in queries.items():
+        print(f"  {name.ljust(width)}  {query.description}")
+
+
+def write_result(columns: list[str], rows: Sequence[tuple[Any, ...]], fmt: str, out: Any) -> None:
+    if fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([["" if v is None else _text(v) for v in row] for row in rows])
+    elif fmt == "json":
+        json.dump([dict(zip(columns, map(_jsonable, row), strict=True)) for row in rows], out, indent=2)
+        out.write("\n")
+    else:
+        out.write(format_table(columns, rows))
+
+
+def format_table(columns: list[str], rows: Sequence[tuple[Any, ...]]) -> str:
+    """A plain aligned table: numbers right, text left, long text cut so a row stays on one line."""
+    cells = [["" if v is None else _text(v, limit=60) for v in row] for row in rows]
+    numeric = [
+        all(isinstance(row[i], (int, float, decimal.Decimal)) or row[i] is None for row in rows) and bool(rows)
+        for i in range(len(columns))
+    ]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+
+    def line(values: list[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    lines = [line(columns), "  ".join("-" * w for w in widths)]
+    lines += [line(r) for r in cells]
+    lines.append(f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
+    return "\n".join(lines) + "\n"
+
+
+def _text(value: Any, limit: int | None = None) -> str:
+    if isinstance(value, dt.datetime):
+        text = value.isoformat(sep=" ")
+    elif isinstance(value, float):
+        text = f"{value:.10g}"
+    else:
+        text = str(value)
+    text = text.replace("\n", " ")
+    if limit and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
