@@ -1,0 +1,180 @@
+"""A small history whose every cookbook answer was worked out by hand (see the tables in the tests).
+
+Times are placed relative to today's UTC midnight `M` (`at(-3, 12)` is 12:00 three days ago), at hours
+chosen so no answer depends on the time of day the tests run: ages that matter start at 00:00, and the
+7-day windows hold nothing within hours of their edge.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from pipelines import sqlfiles
+
+WS = "ws-1"
+MIDNIGHT = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+TODAY = MIDNIGHT.date()
+
+
+def at(days: int, hours: float = 0) -> dt.datetime:
+    return MIDNIGHT + dt.timedelta(days=days, hours=hours)
+
+
+PROJECTS = [
+    # id, name, score, grade, removed_at
+    ("p1", "shop", 70, "C", None),
+    ("p2", "blog", 90, "A", None),
+    ("p3", "gone", 50, "D", at(-30)),
+    ("p4", "empty", None, None, None),
+]
+
+TARGETS = [
+    # id, project, kind, address, verified, hidden_issues, removed_at
+    ("t1", "p1", "domain", "shop.example", True, None, None),
+    ("t2", "p1", "repository", "acme/shop", True, None, None),
+    ("t3", "p2", "domain", "blog.example", False, 4, None),
+    ("t4", "p2", "domain", "old.example", False, 2, at(-3)),
+    ("t5", "p1", "domain", "staging.shop.example", False, None, None),
+]
+
+ISSUES = [
+    # id, project, target, control_id, family, severity, status, first_seen_at, fixed_at
+    ("i01", "p1", "t1", "tls.weak", "configuration", "critical", "open", at(-9), None),
+    ("i02", "p1", "t2", "secrets.aws", "secrets", "critical", "fixed", at(-3), at(-1, 12)),
+    ("i03", "p1", "t1", "headers.csp", "configuration", "high", "open", at(-40), None),
+    ("i04", "p1", "t1", "headers.csp", "configuration", "medium", "fixed", at(-6, 6), at(-4, 6)),
+    ("i05", "p2", "t3", "headers.csp", "configuration", "low", "accepted_risk", at(-8), None),
+    ("i06", "p2", "t3", "tls.weak", "configuration", "high", "open", at(-7), None),
+    ("i07", "p1", "t2", "code.sqli", "code", "high", "open", at(-2), None),
+    ("i08", "p2", "t3", "info.banner", "server", "info", "open", at(-1), None),
+    ("i09", "p1", "t1", "headers.csp", "configuration", "low", "false_positive", at(-20), None),
+    ("i10", "p2", "t3", "db.exposed", "database", "critical", "fixed", at(-12), at(-11, 12)),
+    ("i11", "p2", "t3", "headers.hsts", "configuration", "critical", "open", at(-7), None),
+]
+
+EVENTS = [
+    # issue, observed_at, event, from_value, to_value, severity then
+    ("i01", at(-9, 1), "opened", None, "open", "critical"),
+    ("i02", at(-3, 1), "opened", None, "open", "critical"),
+    ("i02", at(-1, 18), "status_changed", "open", "fixed", "critical"),
+    ("i03", at(-9, 1), "opened", None, "open", "high"),
+    ("i05", at(-8, 1), "opened", None, "open", "low"),
+    ("i05", at(-5, 2), "status_changed", "open", "accepted_risk", "low"),
+    ("i06", at(-7), "opened", None, "open", "high"),
+    ("i06", at(-5, 3), "status_changed", "open", "fixed", "high"),
+    ("i06", at(-2, 3), "reopened", "fixed", "open", "high"),
+    ("i07", at(-2, 1), "opened", None, "open", "medium"),
+    ("i07", at(-1, 5), "severity_changed", "medium", "high", "high"),
+    ("i08", at(-1, 1), "opened", None, "open", "info"),
+    ("i11", at(-7), "opened", None, "open", "critical"),
+]
+
+SCORES = [
+    # observed_at, project, target, score, grade, open_issues, hidden_issues
+    (at(-2, 1), "p1", None, 60, "D", 4, None),
+    (at(-2, 13), "p1", None, 65, "D", 3, None),
+    (at(-1, 1), "p1", None, 70, "C", 3, None),
+    (at(-1, 1), "p2", None, 90, "A", 2, None),
+    (at(-1, 1), "p1", "t1", 72, "C", 2, None),
+    (at(-2, 1), "p2", "t3", 80, "B", 2, 4),
+    (at(-1, 1), "p2", "t3", 85, "B", 2, 4),
+]
+
+QUOTA_AT = at(-1)
+QUOTAS = [
+    # observed_at, quota, limit, used, remaining, period_start, period_end
+    (at(-2), "quick_scans", 100, 40, 60, at(-11), at(19)),
+    (QUOTA_AT, "quick_scans", 100, 50, 50, at(-11), at(19)),
+    (QUOTA_AT, "audits", 60, 10, 50, at(-11), at(19)),
+    (QUOTA_AT, "fixes", 30, 30, 0, at(-11), at(19)),
+]
+
+
+def sync_runs(now: dt.datetime) -> list[tuple[Any, ...]]:
+    """Relative to the moment the history is built, since sync health is about the last hours."""
+    h = dt.timedelta(hours=1)
+    return [
+        # run_id, asset, started_at, finished_at, status, requests, retries, rate_limited, rows, error
+        ("r1", "issues", now - 3 * h, now - 3 * h + dt.timedelta(seconds=30), "success", 40, 0, 0, 11, None),
+        ("r2", "issues", now - h, now - h + dt.timedelta(seconds=5), "failure", 3, 2, 1, 0, "rate limited"),
+        ("r0", "projects", now - 30 * h, now - 30 * h, "failure", 1, 0, 0, 0, "connection refused"),
+        ("r1", "projects", now - 2 * h, now - 2 * h + dt.timedelta(seconds=10), "success", 2, 0, 0, 4, None),
+        ("r2", "projects", now - h, now - h + dt.timedelta(seconds=12.5), "success", 2, 0, 0, 4, None),
+    ]
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    cols = ", ".join(f'"{c}"' for c in columns)
+    marks = ", ".join("?" for _ in columns)
+    con.executemany(f"INSERT INTO {table} ({cols}) VALUES ({marks})", rows)
+
+
+def build(path: Path) -> dt.datetime:
+    """Create the schema from the migrations, as the pipeline does, then write the history above."""
+    con = duckdb.connect(str(path))
+    try:
+        for migration in sorted((sqlfiles.sql_dir() / "migrations").glob("*.sql")):
+            con.execute(migration.read_text(encoding="utf-8"))
+        seen = at(-40)
+        _insert(
+            con,
+            "projects",
+            ["workspace_id", "id", "name", "score", "grade", "open_issues", "paused", "first_observed_at",
+             "last_observed_at", "removed_at"],
+            [(WS, i, n, s, g, 0, False, seen, MIDNIGHT, r) for i, n, s, g, r in PROJECTS],
+        )
+        _insert(
+            con,
+            "targets",
+            ["workspace_id", "id", "project_id", "kind", "address", "verified", "hidden_issues",
+             "first_observed_at", "last_observed_at", "removed_at"],
+            [(WS, i, p, k, a, v, h, seen, MIDNIGHT, r) for i, p, k, a, v, h, r in TARGETS],
+        )
+        address = {t[0]: t[3] for t in TARGETS}
+        _insert(
+            con,
+            "issues",
+            ["workspace_id", "id", "project_id", "target_id", "address", "control_id", "family", "severity",
+             "status", "title", "first_seen_at", "last_seen_at", "fixed_at", "first_observed_at", "last_observed_at"],
+            [
+                (WS, i, p, t, address[t], c, f, sev, st, f"{c} on {address[t]}", first, fixed or at(-1), fixed,
+                 max(first, at(-9)), at(-1))
+                for i, p, t, c, f, sev, st, first, fixed in ISSUES
+            ],
+        )
+        project_of = {i[0]: (i[1], i[2]) for i in ISSUES}
+        _insert(
+            con,
+            "issue_events",
+            ["workspace_id", "issue_id", "project_id", "target_id", "severity", "observed_at", "event",
+             "from_value", "to_value"],
+            [(WS, i, *project_of[i], sev, o, e, f, t) for i, o, e, f, t, sev in EVENTS],
+        )
+        _insert(
+            con,
+            "score_snapshots",
+            ["workspace_id", "observed_at", "project_id", "target_id", "score", "grade", "open_issues",
+             "hidden_issues"],
+            [(WS, *row) for row in SCORES],
+        )
+        _insert(
+            con,
+            "quota_snapshots",
+            ["workspace_id", "observed_at", "quota", "limit", "used", "remaining", "period_start", "period_end"],
+            [(WS, *row) for row in QUOTAS],
+        )
+        now = dt.datetime.now(dt.UTC)
+        _insert(
+            con,
+            "sync_runs",
+            ["run_id", "asset", "started_at", "finished_at", "status", "requests", "retries", "rate_limited",
+             "rows_written", "error"],
+            sync_runs(now),
+        )
+    finally:
+        con.close()
+    return now
