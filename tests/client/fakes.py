@@ -91,3 +91,42 @@ def client_for(handler: Callable[[httpx.Request], httpx.Response], clock: FakeCl
 
 def body_of(request: httpx.Request) -> Any:
     return json.loads(request.content) if request.content else None
+
+
+class WindowLimiter:
+    """A fixed-window rate limiter in front of a handler, with the spec's headers, on a given clock.
+
+    ``other_per_window`` requests are spent by another client (the agent server) at the start of each window.
+    """
+
+    def __init__(self, inner: Callable[[httpx.Request], httpx.Response], clock: Callable[[], float], *,
+                 limit: int, window: float, other_per_window: int = 0,
+                 latency: float = 0.0, sleep: Callable[[float], None] | None = None) -> None:
+        self.inner, self.clock, self.limit, self.window = inner, clock, limit, window
+        self.other_per_window, self.latency, self.sleep = other_per_window, latency, sleep
+        self.counts: dict[int, int] = {}
+        self.served = 0
+        self.refused = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if self.latency and self.sleep:
+            self.sleep(self.latency)
+        with self._lock:
+            now = self.clock()
+            slot = int(now // self.window)
+            used = self.counts.get(slot, self.other_per_window)
+            reset = (slot + 1) * self.window
+            if used >= self.limit:
+                self.refused += 1
+                response = error(429, "rate_limited")
+                response.headers["Retry-After"] = str(max(1, int(reset - now + 0.999)))
+                return response
+            self.counts[slot] = used + 1
+            self.served += 1
+            remaining = self.limit - used - 1
+        response = self.inner(request)
+        if response.is_success:
+            response.headers.update({"X-RateLimit-Limit": str(self.limit), "X-RateLimit-Remaining": str(remaining),
+                                     "X-RateLimit-Reset": f"{reset:.3f}"})
+        return response

@@ -1,0 +1,121 @@
+"""Pacing math: spend the shared budget down to a tiny reserve, count requests in flight, sleep to the reset."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import pytest
+
+from pipelines.api import Pacer, ScanningClient
+
+from .fakes import FakeClock, WindowLimiter, client_for, ok
+
+
+def headers(limit: int, remaining: int, reset: float) -> dict[str, str]:
+    return {"x-ratelimit-limit": str(limit), "x-ratelimit-remaining": str(remaining), "x-ratelimit-reset": str(reset)}
+
+
+def test_first_request_is_a_single_probe() -> None:
+    pacer = Pacer(clock=FakeClock().time)
+    assert pacer._wait_needed(0) == (0.0, False)
+    pacer.in_flight = 1
+    assert pacer._wait_needed(0)[1] is True  # wait for the first answer's headers
+
+
+def test_remaining_minus_in_flight_above_reserve() -> None:
+    clock = FakeClock(1000.0)
+    pacer = Pacer(clock=clock.time, sleep=clock.sleep, reserve=1)
+    pacer.acquire()
+    pacer.release(headers(120, 4, 1030))
+    pacer.acquire()
+    pacer.acquire()  # 4 - 1 in flight = 3 > 1
+    assert pacer.in_flight == 2
+    assert pacer._wait_needed(clock.time()) == (0.0, False)  # 4 - 2 = 2 > 1
+    pacer.in_flight = 3
+    assert pacer._wait_needed(clock.time())[1] is True  # 4 - 3 = 1: wait for an answer, not for the reset
+
+
+def test_spent_budget_sleeps_until_reset_plus_margin() -> None:
+    clock = FakeClock(1000.0)
+    pacer = Pacer(clock=clock.time, sleep=clock.sleep, reserve=1, margin=0.2)
+    pacer.acquire()
+    pacer.release(headers(120, 1, 1012.5))
+    pacer.acquire()
+    assert clock.sleeps == [pytest.approx(12.7)]
+    assert pacer.remaining == 120  # rolled over: the whole limit presumed back
+
+
+def test_out_of_order_answers_keep_the_lowest_count_of_a_window() -> None:
+    pacer = Pacer(clock=FakeClock(1000.0).time)
+    pacer.release(headers(120, 50, 1030))
+    pacer.release(headers(120, 55, 1030))  # an earlier request answered late
+    assert pacer.remaining == 50
+    pacer.release(headers(120, 110, 1090))  # the next window
+    assert (pacer.remaining, pacer.reset) == (110, 1090)
+    pacer.release(headers(120, 3, 1030))  # a straggler from the old window
+    assert (pacer.remaining, pacer.reset) == (110, 1090)
+
+
+def test_error_answers_without_headers_still_count() -> None:
+    pacer = Pacer(clock=FakeClock(1000.0).time)
+    pacer.release(headers(120, 50, 1030))
+    pacer.release({"request-id": "r"})
+    assert pacer.remaining == 49
+    pacer.release(None)  # no answer at all: unknown whether it was counted
+    assert pacer.remaining == 49
+
+
+def test_retry_after_blocks_every_thread() -> None:
+    clock = FakeClock(1000.0)
+    pacer = Pacer(clock=clock.time, sleep=clock.sleep)
+    pacer.release(headers(120, 50, 1030))
+    pacer.block_for(5)
+    pacer.acquire()
+    assert clock.sleeps == [5]
+
+
+def test_spent_without_reset_probes_again_after_a_pause() -> None:
+    clock = FakeClock(1000.0)
+    pacer = Pacer(clock=clock.time, sleep=clock.sleep)
+    pacer.release({"x-ratelimit-remaining": "0"})
+    pacer.acquire()
+    assert clock.sleeps == [1.0]
+
+
+@pytest.mark.parametrize("other", [0, 10])
+def test_sustained_rate_with_zero_429_on_a_fixed_window(other: int) -> None:
+    clock = FakeClock(1000.0)
+    limiter = WindowLimiter(lambda r: ok({"object": "project", "id": "p"}), clock.time, limit=20, window=10.0,
+                            other_per_window=other, latency=0.05, sleep=clock.sleep)
+    client = client_for(limiter, clock)
+    start = clock.time()
+    for _ in range(200):
+        client.get_project("p")
+    elapsed = clock.time() - start
+    assert limiter.refused == 0 and client.stats.rate_limited == 0
+    rate = 200 / elapsed
+    budget = (20 - other) / 10.0
+    assert rate >= 0.9 * budget, (rate, budget)
+
+
+def test_threads_share_one_budget_over_real_time() -> None:
+    """Four threads against a 0.5 s window of 15 requests: overlap, yet no 429."""
+    limiter = WindowLimiter(lambda r: ok({"object": "project", "id": "p"}), time.time, limit=15, window=0.5,
+                            latency=0.01, sleep=time.sleep)
+    client = ScanningClient("http://x/v1", "rst_k", transport=httpx.MockTransport(limiter), concurrency=4)
+    client.pacer.margin = 0.02
+    seen_threads: set[str] = set()
+
+    def one(i: int) -> int:
+        seen_threads.add(threading.current_thread().name)
+        client.get_project(f"p{i}")
+        return i
+
+    started = time.time()
+    assert client.map(one, range(40)) == list(range(40))
+    elapsed = time.time() - started
+    assert limiter.refused == 0
+    assert len(seen_threads) > 1
+    assert elapsed < 4
