@@ -1,0 +1,82 @@
+"""What every ingestion asset does around its own work: open the client and the history, time it, count
+requests, record the run in `sync_runs` (the exporter's pipeline-health source) and report metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import dagster as dg
+import duckdb
+
+from pipelines.api import ScanningClient
+from pipelines.resources import HistoryResource, ScanningServiceResource
+from pipelines.storage import MergeResult, record_sync_run
+
+
+@dataclass
+class Step:
+    client: ScanningClient | None
+    conn: duckdb.DuckDBPyConnection
+    now: datetime
+    workspace_id: str | None = None
+    metadata: dict[str, object] = field(default_factory=dict)
+    merged: list[MergeResult] = field(default_factory=list)
+
+    def add(self, result: MergeResult) -> MergeResult:
+        self.merged.append(result)
+        return result
+
+    @property
+    def rows_written(self) -> int:
+        return sum(r.rows_written for r in self.merged)
+
+
+def current_workspace(conn: duckdb.DuckDBPyConnection) -> str | None:
+    rows = conn.execute("SELECT workspace_id FROM accounts ORDER BY last_observed_at DESC LIMIT 1").fetchall()
+    return rows[0][0] if rows else None
+
+
+@contextmanager
+def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: str,
+              history: HistoryResource, service: ScanningServiceResource | None) -> Iterator[Step]:
+    started = datetime.now(UTC)
+    with history.get_connection() as conn:
+        stats: dict = {}
+        step = Step(client=None, conn=conn, now=started, workspace_id=current_workspace(conn))
+        try:
+            if service is None:
+                yield step
+            else:
+                with service.client() as client:
+                    step.client = client
+                    try:
+                        yield step
+                    finally:
+                        stats = client.stats.snapshot()
+        except Exception as exc:
+            try:  # best effort: the failure itself must surface even if the history cannot take the row
+                record_sync_run(conn, workspace_id=step.workspace_id, run_id=context.run_id, asset=name,
+                                started_at=started, finished_at=datetime.now(UTC), status="failure", stats=stats,
+                                error=f"{type(exc).__name__}: {exc}")
+            except duckdb.Error:
+                context.log.warning("could not record the failed run of %s in sync_runs", name)
+            raise
+        finished = datetime.now(UTC)
+        record_sync_run(conn, workspace_id=step.workspace_id, run_id=context.run_id, asset=name,
+                        started_at=started, finished_at=finished, status="success", stats=stats,
+                        rows_written=step.rows_written)
+        warnings = [w for r in step.merged for w in r.warnings]
+        step.metadata.update({
+            "rows_written": step.rows_written,
+            "requests": stats.get("requests", 0),
+            "retries": stats.get("retries", 0),
+            "rate_limited_429s": stats.get("rate_limited", 0),
+            "rate_limit_remaining": stats.get("last_remaining"),
+            "waited_seconds": round(float(stats.get("waited_seconds") or 0.0), 3),
+            "duration_seconds": round((finished - started).total_seconds(), 3),
+            "warnings": len(warnings),
+        })
+        step.metadata = {k: v for k, v in step.metadata.items() if v is not None}

@@ -1,0 +1,31 @@
+"""Projects and their targets, from one walk of GET /projects."""
+
+import dagster as dg
+
+from pipelines.assets._step import sync_step
+from pipelines.resources import HistoryResource, ScanningServiceResource
+from pipelines.storage import merge_projects
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec("projects", group_name="service", kinds={"duckdb"}, deps=["account"],
+                     description="Current projects (score, grade, open issues, paused) and a score snapshot per "
+                                 "project per sync; projects the service stops listing get `removed_at`."),
+        dg.AssetSpec("targets", group_name="service", kinds={"duckdb"}, deps=["account"],
+                     description="Current targets (sites and repositories) with score, verification and the "
+                                 "count of hidden issues, and a score snapshot per target per sync."),
+    ],
+    pool="duckdb",
+)
+def projects_and_targets(
+    context: dg.AssetExecutionContext, scanning_service: ScanningServiceResource, history: HistoryResource
+):
+    """The project list embeds targets, so one walk (a page per 100 projects) feeds both tables."""
+    with sync_step(context, "projects", history, scanning_service) as step:
+        if step.workspace_id is None:
+            raise RuntimeError("no account in the history yet: materialize the account asset first")
+        body = step.client.list_projects()
+        result = step.add(merge_projects(step.conn, step.workspace_id, body, now=step.now))
+    yield dg.MaterializeResult(asset_key="projects", metadata={**step.metadata, "projects": result.rows["projects"]})
+    yield dg.MaterializeResult(asset_key="targets", metadata={"targets": result.rows["targets"]})

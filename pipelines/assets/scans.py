@@ -1,0 +1,62 @@
+"""Scan history, read incrementally."""
+
+import dagster as dg
+
+from pipelines.api import NotFoundError
+from pipelines.assets._step import sync_step
+from pipelines.resources import HistoryResource, ScanningServiceResource
+from pipelines.sqlfiles import read_sql
+from pipelines.storage import merge_scans
+from pipelines.storage.merge import record_scans_state
+
+
+class ScansConfig(dg.Config):
+    all_projects: bool = False  # read every project's scan list, not only the ones that moved
+
+
+@dg.asset(group_name="service", kinds={"duckdb"}, deps=["projects", "targets"], pool="duckdb")
+def scans(
+    context: dg.AssetExecutionContext, config: ScansConfig,
+    scanning_service: ScanningServiceResource, history: HistoryResource,
+) -> dg.MaterializeResult:
+    """One row per scan ever seen. Lists are newest first, so each moved project is read only down to the
+    first scan the history already holds as finished; scans still queued in the history are re-read one by
+    one. A project that has not moved since its last read costs no request."""
+    with sync_step(context, "scans", history, scanning_service) as step:
+        conn, client = step.conn, step.client
+        todo = conn.execute(read_sql("sync/scan_projects.sql"),
+                            {"workspace_id": step.workspace_id, "all": config.all_projects}).fetchall()
+        finished = {r[0] for r in conn.execute(
+            "SELECT id FROM scans WHERE status IN ('done', 'failed') AND workspace_id = ?", [step.workspace_id]
+        ).fetchall()}
+
+        def read(project_id: str) -> list[dict]:
+            found = []
+            try:
+                for scan in client.iter_scans(project_id):
+                    if scan.get("id") in finished:
+                        break
+                    found.append(dict(scan, project_id=project_id))
+            except NotFoundError:
+                context.log.warning("project %s vanished while its scans were read; skipped", project_id)
+            return found
+
+        fresh = [s for batch in client.map(read, [pid for pid, _ in todo]) for s in batch]
+        seen = {s["id"] for s in fresh}
+        pending = [(sid, pid) for sid, pid in conn.execute(
+            "SELECT id, project_id FROM scans WHERE status NOT IN ('done', 'failed') AND workspace_id = ?",
+            [step.workspace_id],
+        ).fetchall() if sid not in seen]
+
+        def reread(item: tuple[str, str]) -> dict | None:
+            try:
+                return dict(client.get_scan(item[0]), project_id=item[1])
+            except NotFoundError:
+                return None
+
+        fresh += [s for s in client.map(reread, pending) if s]
+        result = step.add(merge_scans(conn, step.workspace_id, fresh, now=step.now))
+        record_scans_state(conn, step.workspace_id, todo, step.now)
+        step.metadata.update({"projects_read": len(todo), "scans_upserted": result.rows["scans"],
+                              "queued_rechecked": len(pending)})
+    return dg.MaterializeResult(metadata=step.metadata)

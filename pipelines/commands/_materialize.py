@@ -1,0 +1,52 @@
+"""Run every asset once in-process, as the schedules would, and gather what the CLI reports."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+from pipelines.assets import ALL_ASSETS
+from pipelines.checks import history_checks
+from pipelines.resources import default_resources
+
+
+@dataclass
+class Outcome:
+    success: bool
+    metadata: dict[str, dict] = field(default_factory=dict)
+    failed_step: str | None = None
+    error: object | None = None
+    failed_checks: list[str] = field(default_factory=list)
+    run_id: str | None = None
+
+
+def _value(v: object) -> object:
+    return getattr(v, "value", v)
+
+
+def materialize_all(*, full_reconcile: bool = False) -> Outcome:
+    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+    run_config = {
+        "ops": {"issues": {"config": {"full_reconcile": full_reconcile}},
+                "scans": {"config": {"all_projects": full_reconcile}}},
+        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+    }
+    result = dg.materialize(
+        [*ALL_ASSETS, *history_checks], resources=default_resources(), instance=instance,
+        run_config=run_config, raise_on_error=False, tags={"scanwatch/trigger": "cli"},
+    )
+    outcome = Outcome(success=result.success, run_id=result.run_id)
+    for event in result.get_asset_materialization_events():
+        mat = event.asset_materialization
+        outcome.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
+    for event in result.get_step_failure_events():
+        outcome.failed_step = event.step_key
+        outcome.error = event.step_failure_data.error
+        break
+    for event in result.all_events:
+        data = getattr(event, "event_specific_data", None)
+        if event.event_type_value == "ASSET_CHECK_EVALUATION" and not data.passed:
+            outcome.failed_checks.append(data.check_name)
+    return outcome

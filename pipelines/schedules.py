@@ -1,0 +1,24 @@
+"""Schedules. Cadences come from the environment so a deployment can tune them without code."""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+
+from pipelines.jobs import refresh_job, scans_job
+
+refresh_schedule = dg.ScheduleDefinition(
+    name="refresh_every_15_minutes",
+    job=refresh_job,
+    cron_schedule=os.environ.get("SCANWATCH_REFRESH_CRON", "*/15 * * * *"),
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Account, projects and issues; a full reconcile of each project every 6 hours.",
+)
+scans_schedule = dg.ScheduleDefinition(
+    name="scans_every_hour",
+    job=scans_job,
+    cron_schedule=os.environ.get("SCANWATCH_SCANS_CRON", "0 * * * *"),
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Scan history of the projects that moved.",
+)

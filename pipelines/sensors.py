@@ -1,0 +1,42 @@
+"""Refresh a project soon after one of its scans finishes, instead of waiting for the next schedule tick."""
+
+import hashlib
+
+import dagster as dg
+import duckdb
+
+from pipelines.jobs import project_refresh_job
+from pipelines.resources import HistoryResource, ScanningServiceResource
+
+MAX_POLLS_PER_TICK = 20  # bounded: the sensor must not eat the rate limit the schedules need
+
+
+@dg.sensor(job=project_refresh_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+def scan_finished_sensor(
+    context: dg.SensorEvaluationContext, scanning_service: ScanningServiceResource, history: HistoryResource
+):
+    """Polls the scans the history still holds as queued (one request each, at most 20 a minute) and asks
+    for a refresh of the projects whose scans have finished."""
+    try:
+        # Read-only and brief: a run writing the history holds DuckDB's lock, and then this tick just waits.
+        with duckdb.connect(history.database, read_only=True) as conn:
+            pending = conn.execute(
+                "SELECT id, project_id FROM scans WHERE status NOT IN ('done', 'failed') "
+                "ORDER BY created_at LIMIT ?", [MAX_POLLS_PER_TICK],
+            ).fetchall()
+    except duckdb.Error as exc:
+        return dg.SkipReason(f"history not readable now ({type(exc).__name__}); trying again next tick")
+    if not pending:
+        return dg.SkipReason("no queued scans in the history")
+    with scanning_service.client() as client:
+        finished = [(sid, pid) for sid, pid in pending
+                    if client.get_scan(sid).get("status") in ("done", "failed")]
+    if not finished:
+        return dg.SkipReason(f"{len(pending)} scan(s) still running")
+    projects = sorted({pid for _, pid in finished})
+    run_key = hashlib.sha256(",".join(sorted(sid for sid, _ in finished)).encode()).hexdigest()[:16]
+    return dg.RunRequest(
+        run_key=run_key,
+        run_config={"ops": {"issues": {"config": {"project_ids": projects}}}},
+        tags={"scanwatch/trigger": "scan_finished"},
+    )
