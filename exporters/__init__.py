@@ -1,0 +1,1 @@
+"""The scanwatch Prometheus exporter: serves the pipeline's last metrics snapshot, never the database."""

@@ -147,15 +147,40 @@ def read_snapshot(path: Path) -> dict:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from exc
+    return parse_snapshot(raw, str(path))
+
+
+def parse_snapshot(raw: bytes, name: str = "snapshot") -> dict:
+    """Validate bytes already read (the exporter reads through its own descriptor)."""
     try:
         doc = json.loads(raw)
     except ValueError as exc:
-        raise SnapshotError(f"snapshot {path} is not valid JSON: {exc}") from exc
+        raise SnapshotError(f"snapshot {name} is not valid JSON: {exc}") from exc
     if not isinstance(doc, dict):
-        raise SnapshotError(f"snapshot {path} is not a JSON object")
+        raise SnapshotError(f"snapshot {name} is not a JSON object")
     if doc.get("schema") != SCHEMA_VERSION:
-        raise SnapshotError(f"snapshot {path} has schema {doc.get('schema')!r}, this version reads {SCHEMA_VERSION}")
+        raise SnapshotError(f"snapshot {name} has schema {doc.get('schema')!r}, this version reads {SCHEMA_VERSION}")
     tables = doc.get("tables")
     if not isinstance(tables, dict) or not all(isinstance(tables.get(t, []), list) for t in TABLES):
-        raise SnapshotError(f"snapshot {path} has no valid 'tables' object")
+        raise SnapshotError(f"snapshot {name} has no valid 'tables' object")
     return doc
+
+
+def sla_days_from_env(env: dict[str, str] | None = None) -> dict[str, int]:
+    """SLA days from `SCANWATCH_SLA_DAYS` ("critical=7,high=30,..."), so a team sets its own policy.
+
+    Unnamed severities keep their defaults; a malformed value is an error naming the variable.
+    """
+    env = os.environ if env is None else env
+    sla = dict(DEFAULT_SLA_DAYS)
+    text = (env.get("SCANWATCH_SLA_DAYS") or "").strip()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, _, value = part.partition("=")
+        key = key.strip().lower()
+        if key not in sla or not value.strip().isdigit() or int(value) <= 0:
+            raise ValueError(
+                f"SCANWATCH_SLA_DAYS: {part!r} is not severity=days with severity in {', '.join(sla)} "
+                "and days a positive integer"
+            )
+        sla[key] = int(value)
+    return sla

@@ -239,3 +239,12 @@ def test_readers_never_see_a_partial_file(snapshot, tmp_path):
         t.join()
     assert errors == []
     assert os.stat(path).st_mode & 0o777 == 0o644
+
+
+def test_sla_days_from_env():
+    from pipelines.snapshot import sla_days_from_env
+
+    assert sla_days_from_env({}) == {"critical": 7, "high": 30, "medium": 90, "low": 180}
+    assert sla_days_from_env({"SCANWATCH_SLA_DAYS": "critical=3, low=365"})["critical"] == 3
+    with pytest.raises(ValueError, match="SCANWATCH_SLA_DAYS"):
+        sla_days_from_env({"SCANWATCH_SLA_DAYS": "urgent=1"})

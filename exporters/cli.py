@@ -1,0 +1,56 @@
+"""`scanwatch exporter`: serve /metrics from the pipeline's last snapshot.
+
+Kept import-light: prometheus-client and the collector load only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from pipelines.settings import EXPORTER_PORT
+
+    parser.add_argument("--listen-address", default=os.environ.get("SCANWATCH_EXPORTER_ADDRESS", "0.0.0.0"),
+                        help="address to bind (default 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("SCANWATCH_EXPORTER_PORT", EXPORTER_PORT)),
+                        help=f"port to serve /metrics on (default {EXPORTER_PORT})")
+    parser.add_argument("--snapshot", type=Path, default=None,
+                        help="metrics snapshot to serve (default: SCANWATCH_SNAPSHOT, else beside SCANWATCH_DB)")
+    parser.add_argument("--tls-cert", default=None, help="PEM certificate: serve /metrics over HTTPS")
+    parser.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
+    parser.add_argument("--critical-issue-info", type=int, default=int(os.environ.get(
+        "SCANWATCH_EXPORTER_CRITICAL_INFO", "0")), metavar="N",
+                        help="opt in to secscan_critical_issue_info for up to N open critical issues (default 0: off)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if bool(args.tls_cert) != bool(args.tls_key):
+        print("scanwatch exporter: --tls-cert and --tls-key go together", file=sys.stderr)
+        return 2
+    from pipelines.settings import paths
+
+    snapshot = args.snapshot or paths().snapshot
+    from exporters.server import serve
+
+    try:
+        server, _thread = serve(snapshot, address=args.listen_address, port=args.port, certfile=args.tls_cert,
+                                keyfile=args.tls_key, critical_info_limit=max(0, args.critical_issue_info))
+    except OSError as exc:
+        print(f"scanwatch exporter: cannot listen on {args.listen_address}:{args.port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    scheme = "https" if args.tls_cert else "http"
+    host = "localhost" if args.listen_address in ("0.0.0.0", "::", "") else args.listen_address
+    print(f"scanwatch exporter: serving {scheme}://{host}:{server.server_port}/metrics from {snapshot}", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    server.shutdown()
+    return 0
