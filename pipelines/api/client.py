@@ -188,8 +188,9 @@ class ScanningClient:
             delay = self._retry.delay_for_error(err, attempt)
             if delay is None:
                 raise err
-            if err.retry_after is not None and err.status in (429, 503):
-                self._pacer.block_for(delay)  # every thread holds back, not only this one
+            if err.status == 429 and err.code == "rate_limited":
+                # The budget is the key's: every thread holds back, not only this one.
+                self._pacer.block_for(delay if err.retry_after is not None else max(delay, 1.0))
             self._pause(delay)
 
     def _pause(self, seconds: float) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from email.utils import parsedate_to_datetime
 
 from .stats import RequestStats
 
@@ -22,6 +23,15 @@ def _num(value: str | None) -> float | None:
     try:
         return float(value)
     except ValueError:
+        return None
+
+
+def _server_time(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
         return None
 
 
@@ -47,9 +57,14 @@ class Pacer:
         self._cond = threading.Condition(threading.Lock())
         self.limit: int | None = None
         self.remaining: int | None = None  # as last reported, less answers seen without headers since
-        self.reset: float | None = None  # Unix seconds, as reported
+        self.reset: float | None = None  # Unix seconds on our clock
+        self.reset_reported: float | None = None  # as the service said it, to tell windows apart
+        self.same_window = 0.5  # resets this close are one window (a service rounding differently per answer)
         self.in_flight = 0
         self.blocked_until = 0.0
+        # Seconds the service's clock is ahead of ours, from its Date header; only trusted beyond the header's
+        # one-second resolution, so a reset is never read early because of rounding.
+        self.skew = 0.0
 
     # -- decisions (pure given the state; called under the lock) -----------------------------------------
 
@@ -57,7 +72,7 @@ class Pacer:
         """Past the reset the window restarted: the whole limit is presumed back until an answer says more."""
         if self.reset is not None and now >= self.reset + self.margin:
             self.remaining = self.limit
-            self.reset = None
+            self.reset = self.reset_reported = None
 
     def _wait_needed(self, now: float) -> tuple[float, bool]:
         """Seconds to wait before sending, and whether that wait is for an in-flight answer (not a sleep)."""
@@ -109,27 +124,41 @@ class Pacer:
             until = self._clock() + min(seconds, self.max_pause)
             self.blocked_until = max(self.blocked_until, until)
             # Past the block, the headers of the next answer decide again (one probe at a time).
-            self.remaining, self.reset = None, None
+            self.remaining, self.reset, self.reset_reported = None, None, None
 
     def _observe(self, headers: Mapping[str, str] | None) -> None:
-        limit = _num(headers.get("x-ratelimit-limit")) if headers is not None else None
-        remaining = _num(headers.get("x-ratelimit-remaining")) if headers is not None else None
-        reset = _num(headers.get("x-ratelimit-reset")) if headers is not None else None
+        if headers is None:
+            return  # no answer: whether the service counted the request is unknown
+        limit = _num(headers.get("x-ratelimit-limit"))
+        remaining = _num(headers.get("x-ratelimit-remaining"))
+        reset = _num(headers.get("x-ratelimit-reset"))
+        self._observe_skew(_server_time(headers.get("date")))
         if limit is not None:
             self.limit = int(limit)
         if remaining is None:
-            if headers is not None and self.remaining is not None:
+            if self.remaining is not None:
                 self.remaining -= 1  # an error answer without headers still spent one request
             return
         remaining_i = int(remaining)
-        if reset is None or self.reset is None or reset > self.reset:
-            # A newer window (or the first news): take it as it is.
-            self.remaining, self.reset = remaining_i, reset
-        elif reset == self.reset:
-            # Same window, answers may arrive out of order: the lowest count is the latest.
-            self.remaining = remaining_i if self.remaining is None else min(self.remaining, remaining_i)
         if self._stats is not None:
             self._stats.record_limits(self.limit, remaining_i, reset)
+        # Windows are told apart by the reported reset; sleeping uses it on our own clock.
+        local_reset = None
+        if reset is not None:
+            local_reset = self._clock() + reset if reset < 1e9 else reset - self.skew
+        if reset is None or self.reset_reported is None or reset > self.reset_reported + self.same_window:
+            # A newer window (or the first news): take it as it is.
+            self.remaining, self.reset, self.reset_reported = remaining_i, local_reset, reset
+        elif reset >= self.reset_reported - self.same_window:
+            # Same window, answers may arrive out of order: the lowest count is the latest.
+            self.remaining = remaining_i if self.remaining is None else min(self.remaining, remaining_i)
+        # else: a straggler from a window already over; it says nothing about this one.
+
+    def _observe_skew(self, server_now: float | None) -> None:
+        if server_now is None:
+            return
+        offset = server_now + 0.5 - self._clock()
+        self.skew = offset if abs(offset) > 2.0 else 0.0
 
     def _waited(self, seconds: float) -> None:
         if self._stats is not None and seconds > 0:

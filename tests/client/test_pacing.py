@@ -12,6 +12,8 @@ from pipelines.api import Pacer, ScanningClient
 
 from .fakes import FakeClock, WindowLimiter, client_for, ok
 
+T = 1_800_000_000.0
+
 
 def headers(limit: int, remaining: int, reset: float) -> dict[str, str]:
     return {"x-ratelimit-limit": str(limit), "x-ratelimit-remaining": str(remaining), "x-ratelimit-reset": str(reset)}
@@ -25,10 +27,10 @@ def test_first_request_is_a_single_probe() -> None:
 
 
 def test_remaining_minus_in_flight_above_reserve() -> None:
-    clock = FakeClock(1000.0)
+    clock = FakeClock(T)
     pacer = Pacer(clock=clock.time, sleep=clock.sleep, reserve=1)
     pacer.acquire()
-    pacer.release(headers(120, 4, 1030))
+    pacer.release(headers(120, 4, T + 30))
     pacer.acquire()
     pacer.acquire()  # 4 - 1 in flight = 3 > 1
     assert pacer.in_flight == 2
@@ -38,29 +40,29 @@ def test_remaining_minus_in_flight_above_reserve() -> None:
 
 
 def test_spent_budget_sleeps_until_reset_plus_margin() -> None:
-    clock = FakeClock(1000.0)
+    clock = FakeClock(T)
     pacer = Pacer(clock=clock.time, sleep=clock.sleep, reserve=1, margin=0.2)
     pacer.acquire()
-    pacer.release(headers(120, 1, 1012.5))
+    pacer.release(headers(120, 1, T + 12.5))
     pacer.acquire()
     assert clock.sleeps == [pytest.approx(12.7)]
     assert pacer.remaining == 120  # rolled over: the whole limit presumed back
 
 
 def test_out_of_order_answers_keep_the_lowest_count_of_a_window() -> None:
-    pacer = Pacer(clock=FakeClock(1000.0).time)
-    pacer.release(headers(120, 50, 1030))
-    pacer.release(headers(120, 55, 1030))  # an earlier request answered late
+    pacer = Pacer(clock=FakeClock(T).time)
+    pacer.release(headers(120, 50, T + 30))
+    pacer.release(headers(120, 55, T + 30))  # an earlier request answered late
     assert pacer.remaining == 50
-    pacer.release(headers(120, 110, 1090))  # the next window
-    assert (pacer.remaining, pacer.reset) == (110, 1090)
-    pacer.release(headers(120, 3, 1030))  # a straggler from the old window
-    assert (pacer.remaining, pacer.reset) == (110, 1090)
+    pacer.release(headers(120, 110, T + 90))  # the next window
+    assert (pacer.remaining, pacer.reset) == (110, T + 90)
+    pacer.release(headers(120, 3, T + 30))  # a straggler from the old window
+    assert (pacer.remaining, pacer.reset) == (110, T + 90)
 
 
 def test_error_answers_without_headers_still_count() -> None:
-    pacer = Pacer(clock=FakeClock(1000.0).time)
-    pacer.release(headers(120, 50, 1030))
+    pacer = Pacer(clock=FakeClock(T).time)
+    pacer.release(headers(120, 50, T + 30))
     pacer.release({"request-id": "r"})
     assert pacer.remaining == 49
     pacer.release(None)  # no answer at all: unknown whether it was counted
@@ -68,16 +70,16 @@ def test_error_answers_without_headers_still_count() -> None:
 
 
 def test_retry_after_blocks_every_thread() -> None:
-    clock = FakeClock(1000.0)
+    clock = FakeClock(T)
     pacer = Pacer(clock=clock.time, sleep=clock.sleep)
-    pacer.release(headers(120, 50, 1030))
+    pacer.release(headers(120, 50, T + 30))
     pacer.block_for(5)
     pacer.acquire()
     assert clock.sleeps == [5]
 
 
 def test_spent_without_reset_probes_again_after_a_pause() -> None:
-    clock = FakeClock(1000.0)
+    clock = FakeClock(T)
     pacer = Pacer(clock=clock.time, sleep=clock.sleep)
     pacer.release({"x-ratelimit-remaining": "0"})
     pacer.acquire()
@@ -86,7 +88,7 @@ def test_spent_without_reset_probes_again_after_a_pause() -> None:
 
 @pytest.mark.parametrize("other", [0, 10])
 def test_sustained_rate_with_zero_429_on_a_fixed_window(other: int) -> None:
-    clock = FakeClock(1000.0)
+    clock = FakeClock(T)
     limiter = WindowLimiter(lambda r: ok({"object": "project", "id": "p"}), clock.time, limit=20, window=10.0,
                             other_per_window=other, latency=0.05, sleep=clock.sleep)
     client = client_for(limiter, clock)
@@ -119,3 +121,20 @@ def test_threads_share_one_budget_over_real_time() -> None:
     assert limiter.refused == 0
     assert len(seen_threads) > 1
     assert elapsed < 4
+
+
+def test_reset_read_on_the_service_clock_when_clocks_disagree() -> None:
+    clock = FakeClock(T)
+    pacer = Pacer(clock=clock.time, sleep=clock.sleep, margin=0.2)
+    server_ahead = {**headers(120, 1, T + 30 + 100), "date": "Fri, 15 Jan 2027 08:01:40 GMT"}  # T + 100 s
+    pacer.release(server_ahead)
+    pacer.acquire()
+    assert clock.sleeps == [pytest.approx(30 + 0.2 - 0.5)]
+
+
+def test_reset_given_as_seconds_until_is_understood() -> None:
+    clock = FakeClock(T)
+    pacer = Pacer(clock=clock.time, sleep=clock.sleep, margin=0.2)
+    pacer.release(headers(120, 0, 12))
+    pacer.acquire()
+    assert clock.sleeps == [pytest.approx(12.2)]
