@@ -13,7 +13,7 @@ WITH status_changes AS (
     SELECT
         issue_id,
         observed_at,
-        event,
+        CASE event WHEN 'reopened' THEN 1 WHEN 'status_changed' THEN 2 ELSE 3 END AS step,
         CASE event
             WHEN 'fixed' THEN coalesce(from_value, 'open')
             WHEN 'reopened' THEN coalesce(from_value, 'fixed')
@@ -26,6 +26,12 @@ WITH status_changes AS (
         END AS to_value
     FROM issue_events
     WHERE event IN ('status_changed', 'reopened', 'fixed')
+),
+-- A sync can record two changes at once (reopened, then fixed again): keep where it started and ended.
+status_steps AS (
+    SELECT issue_id, observed_at, arg_min(from_value, step) AS from_value, arg_max(to_value, step) AS to_value
+    FROM status_changes
+    GROUP BY issue_id, observed_at
 ),
 status_events AS (
     SELECT
@@ -41,9 +47,9 @@ status_events AS (
             ELSE timezone('UTC', e.observed_at)
         END AS at,
         row_number() OVER w AS n
-    FROM status_changes AS e
+    FROM status_steps AS e
     JOIN issues AS i ON i.id = e.issue_id
-    WINDOW w AS (PARTITION BY e.issue_id ORDER BY e.observed_at, e.event)
+    WINDOW w AS (PARTITION BY e.issue_id ORDER BY e.observed_at)
 ),
 severity_events AS (
     SELECT

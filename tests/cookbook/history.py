@@ -54,6 +54,7 @@ ISSUES = [
     ("i09", "p1", "t1", "headers.csp", "configuration", "low", "false_positive", at(-20), None),
     ("i10", "p2", "t3", "db.exposed", "database", "critical", "fixed", at(-12), at(-11, 12)),
     ("i11", "p2", "t3", "headers.hsts", "configuration", "critical", "open", at(-7), None),
+    ("i12", "p1", "t1", "headers.xfo", "configuration", "low", "fixed", at(-4), at(-1, 2)),
 ]
 
 EVENTS = [
@@ -70,7 +71,13 @@ EVENTS = [
     ("i07", at(-2, 1), "opened", None, "open", "medium"),
     ("i07", at(-1, 5), "severity_changed", "medium", "high", "high"),
     ("i08", at(-1, 1), "opened", None, "open", "info"),
+    ("i10", at(-9, 1), "opened", None, "fixed", "critical"),  # first observed already fixed
     ("i11", at(-7), "opened", None, "open", "critical"),
+    ("i12", at(-4, 1), "opened", None, "open", "low"),
+    ("i12", at(-3, 1), "status_changed", "open", "fixed", "low"),
+    # Back and fixed again between two syncs: one sync records both changes at the same moment.
+    ("i12", at(-1, 6), "reopened", "fixed", "open", "low"),
+    ("i12", at(-1, 6), "status_changed", "open", "fixed", "low"),
 ]
 
 SCORES = [

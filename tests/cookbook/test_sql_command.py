@@ -66,17 +66,16 @@ def test_csv_output_and_db_option(history_db: Path, tmp_path: Path) -> None:
         ("headers.csp", "4", "1"),
         ("tls.weak", "2", "2"),
     ]
-    assert len(rows) == 7
+    assert len(rows) == 8
 
 
 def test_json_output_keeps_types(history_db: Path) -> None:
     result = scanwatch_sql("regressions", "--format", "json", db=history_db)
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
-    assert len(rows) == 1
-    assert rows[0]["issue_id"] == "i06"
+    assert [r["issue_id"] for r in rows] == ["i12", "i06"]
     assert rows[0]["times_reopened"] == 1
-    assert rows[0]["last_reopened_at"].endswith("03:00:00+00:00")  # ISO 8601, in UTC
+    assert rows[0]["last_reopened_at"].endswith("T06:00:00+00:00")  # ISO 8601, in UTC
 
 
 def test_ad_hoc_sql_and_stdin(history_db: Path) -> None:
@@ -90,7 +89,7 @@ def test_ad_hoc_sql_and_stdin(history_db: Path) -> None:
     ]
     piped = scanwatch_sql("-", "--format", "csv", db=history_db, stdin="SELECT count(*) AS issues FROM issues;\n")
     assert piped.returncode == 0, piped.stderr
-    assert piped.stdout.splitlines() == ["issues", "11"]
+    assert piped.stdout.splitlines() == ["issues", "12"]
     tables = scanwatch_sql("SHOW TABLES", "--format", "json", db=history_db)
     assert tables.returncode == 0, tables.stderr
     assert {"issues", "issue_events", "score_snapshots"} <= {r["name"] for r in json.loads(tables.stdout)}
@@ -125,7 +124,7 @@ def test_the_history_cannot_be_changed(history_db: Path, tmp_path: Path, stateme
     assert digest(history_db) == before
     assert list(tmp_path.iterdir()) == []  # nothing written beside it either
     with duckdb.connect(str(history_db), read_only=True) as con:
-        assert con.execute("SELECT count(*) FROM issues").fetchall() == [(11,)]
+        assert con.execute("SELECT count(*) FROM issues").fetchall() == [(12,)]
 
 
 def test_refusal_names_the_statement(history_db: Path) -> None:
