@@ -1,0 +1,252 @@
+"""The ASGI application: one request pipeline around the route handlers.
+
+Order of a `/v1` request: request id and version headers (always) -> credential (401) -> rate limit
+(429, per credential, wall time) -> plan gate (402) -> scope (403) -> injected faults -> idempotency
+(POST) -> latency -> handler under the world lock -> idempotency record -> list-mutation fault.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from . import SERVICE_VERSION
+from .auth import authenticate, plan_gate, require_scope
+from .config import SimConfig
+from .errors import ApiError
+from .faults import FaultEngine
+from .idempotency import IdempotencyStore, fingerprint, validate_key
+from .ratelimit import RateLimiter
+from .routes import ROUTES, Call, RouteSpec
+from .world import World
+
+log = logging.getLogger("scanwatch.simulator.access")
+
+
+class Runtime:
+    """Everything a running simulator holds besides the world: limiter, idempotency, faults, counters."""
+
+    def __init__(self, world: World, config: SimConfig) -> None:
+        self.world = world
+        self.config = config
+        self.limiter = RateLimiter(config.rate_limit, config.rate_window)
+        self.idempotency = IdempotencyStore(config.idempotency_ttl)
+        self.faults = FaultEngine(config.seed, config.faults)
+        self.counts: Counter[tuple[str, str, str]] = Counter()  # (method, route, credential name)
+
+    def count(self, method: str, route: str, who: str) -> None:
+        self.counts[(method, route, who)] += 1
+
+    def request_count(self, *, key: str | None = None, route: str | None = None, method: str | None = None) -> int:
+        """Requests served; `key` is a name from World.keys or a credential name, `route` a template."""
+        names = {key}
+        if key is not None and key in self.world.keys:
+            names.add(self.world.credentials[self.world.keys[key]].name)
+        return sum(n for (m, r, who), n in self.counts.items()
+                   if (key is None or who in names or who == key) and (route is None or r == route)
+                   and (method is None or m == method))
+
+
+def dumps(body: Any) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def json_response(status: int, body: bytes, headers: dict[str, str] | None = None) -> Response:
+    return Response(body, status_code=status, headers=headers, media_type="application/json")
+
+
+def error_response(err: ApiError, lang: str, extra: dict[str, str] | None = None) -> Response:
+    headers = dict(err.headers)
+    if extra:
+        headers.update(extra)
+    return json_response(err.status, dumps(err.body(lang)), headers)
+
+
+def make_endpoint(rt: Runtime, spec: RouteSpec):
+    template = "/v1" + spec.path
+
+    async def endpoint(request: Request) -> Response:
+        world, faults = rt.world, rt.faults
+        lang = "en"
+        who = "-"
+        idem: tuple[str, str] | None = None
+        try:
+            with world.lock:
+                world.tick()
+                cred = authenticate(world, request.headers.get("authorization"))
+                who, lang = cred.name, cred.lang
+                rt.count(spec.method, template, who)
+                decision = rt.limiter.hit(cred.secret)
+                if not decision.allowed:
+                    raise ApiError(429, "rate_limited", headers={"Retry-After": str(decision.retry_after)},
+                                   retry_after=decision.retry_after)
+                plan_gate(world, cred)
+                require_scope(cred, spec.scope)
+            in_scope = faults.applies(spec.is_list)
+            if in_scope:
+                await _injected_failures(rt, spec, request)
+            body = await request.body()
+            replay = None
+            if spec.method == "POST" and "idempotency-key" in request.headers:
+                key = request.headers["idempotency-key"]
+                validate_key(key)
+                with world.lock:
+                    replay = rt.idempotency.begin(cred.secret, key, fingerprint(spec.method, request.url.path, body),
+                                                  world.now())
+                if replay is None:
+                    idem = (cred.secret, key)
+            if in_scope and (delay := faults.delay()) > 0:
+                await asyncio.sleep(delay)
+            if replay is not None:
+                return json_response(replay.status, replay.body,
+                                     {**replay.headers, **decision.headers(), "Idempotent-Replayed": "true"})
+            call = Call(world=world, cred=cred, params=dict(request.path_params), query=dict(request.query_params),
+                        body=body, content_type=request.headers.get("content-type"),
+                        running_status=rt.config.running_status,
+                        repository_host_down=faults.faults.repository_host_down)
+            with world.lock:
+                try:
+                    status, payload = spec.handler(call)
+                except ApiError:
+                    if idem:
+                        rt.idempotency.release(*idem)
+                    raise
+                if spec.is_list:
+                    payload = _future_enums(rt, payload)
+                    if in_scope and payload.get("has_more"):
+                        _mutate_list(rt, spec, call, payload)
+                elif spec.path.startswith("/issues/") and payload.get("object") == "issue":
+                    payload = rt.faults.future_enum(payload)
+                raw = dumps(payload)
+                if idem:
+                    rt.idempotency.finish(*idem, status, raw, {})
+            headers = decision.headers()
+            if in_scope:
+                raw = _corrupt(rt, raw)
+            return json_response(status, raw, headers)
+        except ApiError as err:
+            if idem:
+                rt.idempotency.release(*idem)
+            if who == "-":
+                rt.count(spec.method, template, who)
+            return error_response(err, lang)
+
+    return endpoint
+
+
+async def _injected_failures(rt: Runtime, spec: RouteSpec, request: Request) -> None:
+    f, engine = rt.faults.faults, rt.faults
+    if engine.draw(f.drop_rate):
+        transport = request.scope.get("sim.transport")
+        if transport is not None:
+            transport.close()
+            await asyncio.sleep(0.01)  # let the server notice the disconnect so it sends nothing
+            raise ApiError(500, "internal_error")
+    if engine.rate_limited():
+        raise ApiError(429, "rate_limited", headers={"Retry-After": "1"}, retry_after=1)
+    if engine.draw(f.error_rate):
+        raise ApiError(500, "internal_error")
+    if engine.draw(f.unavailable_rate):
+        raise ApiError(503, "service_unavailable", headers={"Retry-After": "1"})
+    if spec.handler.__name__ == "start_scan" and engine.draw(f.busy_rate):
+        raise ApiError(503, "platform_busy", headers={"Retry-After": "120"})
+
+
+def _corrupt(rt: Runtime, raw: bytes) -> bytes:
+    engine = rt.faults
+    if engine.draw(engine.faults.malformed_rate):
+        return b"<html><body>502 Bad Gateway</body></html>" if engine.rng.random() < 0.5 else raw[:-1] + b",}"
+    if engine.draw(engine.faults.truncated_rate):
+        return raw[: max(1, len(raw) // 2)]
+    return raw
+
+
+def _future_enums(rt: Runtime, payload: dict[str, Any]) -> dict[str, Any]:
+    if rt.faults.faults.future_enum_rate <= 0 or not payload["data"] or payload["data"][0].get("object") != "issue":
+        return payload
+    return dict(payload, data=[rt.faults.future_enum(i) for i in payload["data"]])
+
+
+def _mutate_list(rt: Runtime, spec: RouteSpec, call: Call, payload: dict[str, Any]) -> None:
+    """Change the list between two pages: a new item appears, or the cursor item disappears."""
+    engine, world = rt.faults, rt.world
+    if not engine.draw(engine.faults.list_mutation_rate):
+        return
+    mode = engine.faults.list_mutation
+    if mode == "both":
+        mode = "insert" if engine.rng.random() < 0.5 else "remove"
+    last_id = payload["data"][-1]["id"]
+    kind = payload["data"][-1]["object"]
+    if mode == "remove" and kind in ("scan", "issue"):
+        (world.remove_scan if kind == "scan" else world.remove_issue)(last_id)
+        return
+    if kind == "issue":
+        target = world.targets[world.issues[last_id].target_id]
+        world.add_issue(target.id, severity="critical")
+    elif kind == "scan":
+        target = world.targets[world.scans[last_id].target_id]
+        if world.running_scan(target) is None:
+            world.create_scan(target, "repository" if target.kind == "repository" else "quick")
+    elif kind == "project":
+        ws = world.workspaces[call.ws]
+        if len(ws.project_ids) < ws.project_limit:
+            world.create_project(call.ws, f"Added while paging {world.version}", None)
+
+
+class Outer:
+    """Outermost ASGI layer: headers every response carries, the access log, and the raw transport
+    (kept for the dropped-connection fault, which must close the socket before any byte is sent)."""
+
+    def __init__(self, app: Any, rt: Runtime) -> None:
+        self.app = app
+        self.rt = rt
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = "req_" + uuid.uuid4().hex
+        cycle = getattr(send, "__self__", None)
+        scope["sim.transport"] = getattr(cycle, "transport", None)
+        started = time.perf_counter()
+        status_holder = [0]
+
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status_holder[0] = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((b"request-id", request_id.encode()))
+                headers.append((b"service-version", SERVICE_VERSION.encode()))
+                message = dict(message, headers=headers)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+        if self.rt.config.access_log:
+            # Never the credential: method, path (keys never travel in the address), status, duration.
+            log.info("%s %s %s %d %.1fms", request_id, scope["method"], scope["path"], status_holder[0],
+                     (time.perf_counter() - started) * 1000)
+
+
+def build_app(rt: Runtime) -> Outer:
+    routes = [Route("/v1" + spec.path, make_endpoint(rt, spec), methods=[spec.method]) for spec in ROUTES]
+    if rt.config.control:
+        from .control import control_routes
+
+        routes += control_routes(rt)
+
+    async def not_found(request: Request) -> Response:
+        return error_response(ApiError(404, "resource_not_found"), "en")
+
+    routes.append(Route("/{path:path}", not_found, methods=["GET", "POST", "PATCH", "PUT", "DELETE", "HEAD"]))
+    app = Starlette(routes=routes)
+    return Outer(app, rt)

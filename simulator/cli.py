@@ -1,0 +1,65 @@
+"""`scanwatch simulator`: serve the fake service and print its address and a working key.
+
+Import-light on purpose: the dispatcher imports this module to build `--help`; the server, world and
+Starlette are imported only inside `run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8400, help="port (default 8400; 0 = any free port)")
+    parser.add_argument("--seed", type=int, default=1, help="world seed: same seed, same world (default 1)")
+    parser.add_argument("--scale", choices=("small", "medium", "large"), default="small",
+                        help="world size: small for the demo, large for benchmarks (default small)")
+    parser.add_argument("--clock", choices=("real", "driven"), default="real",
+                        help="real: wall time; driven: time moves only through /_sim/clock (default real)")
+    parser.add_argument("--control", action="store_true", help="expose the /_sim/ control surface (loopback use)")
+    parser.add_argument("--rate-limit", type=int, default=120, help="requests per window per key (default 120)")
+    parser.add_argument("--rate-window", type=float, default=60.0, help="rate-limit window in seconds (default 60)")
+    parser.add_argument("--scan-seconds", type=float, default=30.0, help="time from queued to done (default 30)")
+    parser.add_argument("--autopilot", type=float, default=0.0, metavar="SECONDS",
+                        help="real clock: start a round of scans every SECONDS so dashboards move (default off)")
+    parser.add_argument("--access-log", action="store_true", help="log one line per request (never the key)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+    import threading
+
+    from .config import SimConfig
+    from .server import ServerThread, build_runtime
+
+    cfg = SimConfig(seed=args.seed, scale=args.scale, clock=args.clock, control=args.control, host=args.host,
+                    port=args.port, rate_limit=args.rate_limit, rate_window=args.rate_window,
+                    scan_seconds=args.scan_seconds, autopilot=args.autopilot, access_log=args.access_log)
+    if cfg.access_log:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    try:
+        server = ServerThread(build_runtime(cfg))
+    except OSError as exc:
+        print(f"scanwatch simulator: cannot listen on {cfg.host}:{cfg.port}: {exc.strerror}")
+        return 1
+    server.start()
+    world = server.rt.world
+    print(f"base URL: {server.base_url}", flush=True)
+    print(f"API key:  {world.keys['pro']}", flush=True)
+    print(f"world:    seed {cfg.seed}, scale {cfg.scale}, {world.stats()['issues']} issues, clock {cfg.clock}"
+          + (f", control at http://{server.host}:{server.port}/_sim/" if cfg.control else ""), flush=True)
+    stop = threading.Event()
+    try:
+        while not stop.wait(cfg.autopilot if cfg.autopilot > 0 and cfg.clock == "real" else 3600):
+            if cfg.autopilot > 0 and cfg.clock == "real":
+                summary = world.run_round(fraction=0.5)
+                print(f"autopilot: round {summary['round']}: {summary['scans']} scans, {summary['new']} new, "
+                      f"{summary['fixed']} fixed, {summary['reopened']} reopened", flush=True)
+            if not server.thread.is_alive():
+                return 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
