@@ -238,14 +238,18 @@ class ScanningClient:
 
     # -- lists ---------------------------------------------------------------------------------------------------
 
-    def _walk(self, route: str, path_params: dict[str, str] | None = None,
-              filters: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    def _walk(self, route: str, path_params: dict[str, str] | None = None, filters: dict[str, Any] | None = None,
+              on_restart: Callable[[], None] | None = None) -> Iterator[dict[str, Any]]:
         def fetch(page: dict[str, Any]) -> dict[str, Any]:
             params = {**(filters or {}), **page}
             return self.request("GET", route, path_params=path_params, params=params, check=_check_envelope)
 
-        return walk(fetch, page_size=self.page_size, max_restarts=self.max_restarts,
-                    on_restart=self.stats.record_restart)
+        def restarted() -> None:
+            self.stats.record_restart()
+            if on_restart is not None:
+                on_restart()
+
+        return walk(fetch, page_size=self.page_size, max_restarts=self.max_restarts, on_restart=restarted)
 
     # -- routes --------------------------------------------------------------------------------------------------
 
@@ -254,7 +258,7 @@ class ScanningClient:
 
     def list_projects(self) -> list[dict[str, Any]]:
         """Every project (oldest first), each with its targets."""
-        return collect_latest(self._walk("/projects"))
+        return collect_latest(lambda restarted: self._walk("/projects", on_restart=restarted))
 
     def get_project(self, project_id: str) -> dict[str, Any]:
         return self.request("GET", "/projects/{project_id}", path_params={"project_id": project_id})
@@ -273,7 +277,8 @@ class ScanningClient:
     ) -> list[dict[str, Any]]:
         """Every issue of the project matching the filters (worst first)."""
         filters = {k: v for k, v in (("status", status), ("severity", severity), ("target_id", target_id)) if v}
-        return collect_latest(self._walk("/projects/{project_id}/issues", {"project_id": project_id}, filters))
+        return collect_latest(lambda restarted: self._walk("/projects/{project_id}/issues", {"project_id": project_id},
+                                                           filters, on_restart=restarted))
 
     def get_scan(self, scan_id: str) -> dict[str, Any]:
         return self.request("GET", "/scans/{scan_id}", path_params={"scan_id": scan_id})

@@ -2,8 +2,9 @@
 
 Pages are asked for with ``limit`` and ``starting_after`` = the last id seen. When the list changes under the
 walk the service answers 400 ``cursor_invalid``; the walk then starts over from the first page (a bounded
-number of times). Items are de-duplicated by id across pages and restarts, so an item that moved between
-pages is neither lost nor doubled.
+number of times). A collected list drops what the abandoned pass gathered, so the result is one consistent
+pass (an item deleted meanwhile does not linger); a lazy iterator, which cannot take back what it yielded,
+only skips ids it already gave. Within a pass, an item that moved between pages is kept once (the latest copy).
 """
 
 from __future__ import annotations
@@ -63,9 +64,12 @@ def iter_unique(items: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             yield item
 
 
-def collect_latest(items: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Latest sighting of each id wins (a restart sees fresher state), in the order ids were first seen."""
+def collect_latest(walker: Callable[[Callable[[], None]], Iterator[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Latest sighting of each id wins, in first-seen order; a restart starts the collection over.
+
+    ``walker(on_restart)`` must return the item iterator and call ``on_restart`` when the walk starts over.
+    """
     by_id: dict[str, dict[str, Any]] = {}
-    for item in items:
+    for item in walker(by_id.clear):
         by_id[str(item["id"])] = item
     return list(by_id.values())

@@ -59,7 +59,7 @@ def test_list_changing_under_the_walk_restarts_cleanly() -> None:
     ids = [p["id"] for p in result]
     assert len(ids) == len(set(ids)) == 250
     assert {p["id"] for p in result} == {p["id"] for p in items}
-    assert next(p for p in result if p["id"] == items[-1]["id"])["n"] == "moved"  # the latest copy kept
+    assert result[-1]["n"] == "moved" and result == items  # one clean pass, in the service's order
     assert client.stats.restarts == 1
     assert client.stats.requests == 1 + 1 + 3  # first page, refused cursor, a clean walk
 
@@ -95,3 +95,33 @@ def test_item_moving_across_the_cursor_is_not_doubled() -> None:
     result = client_for(service).list_projects()
     assert len(result) == len({p["id"] for p in result}) == 150
     assert result[5]["n"] == "moved"
+
+
+def test_item_removed_during_the_walk_does_not_linger() -> None:
+    items = make_items(150)
+    service = ListService({"/projects": items})
+
+    def remove_cursor(request):
+        if request.url.params.get("starting_after") and len(items) == 150:
+            del items[99]  # the cursor item is deleted: the next page is refused
+        return None
+
+    service.hooks.append(remove_cursor)
+    result = client_for(service).list_projects()
+    assert result == items and len(result) == 149
+
+
+def test_lazy_walk_restart_yields_only_new_ids() -> None:
+    items = make_items(150, "scan")
+    service = ListService({"/projects/p/scans": items})
+
+    def insert_and_refuse(request):
+        if request.url.params.get("starting_after") and items[0]["id"] != "new-scan":
+            del items[99]
+            items.insert(0, {"object": "scan", "id": "new-scan", "n": -1})
+        return None
+
+    service.hooks.append(insert_and_refuse)
+    seen = [s["id"] for s in client_for(service).iter_scans("p")]
+    assert len(seen) == len(set(seen)) == 151  # the removed one was already given, the new one is added
+    assert seen[100] == "new-scan"
