@@ -1,0 +1,265 @@
+"""The steps of `scanwatch demo`, in the order a newcomer's first minute needs them.
+
+Everything the demo starts runs as a child process in its own session with its output in
+`<data dir>/logs/`, so the terminal shows only the demo's own lines and one Ctrl-C stops it all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+from pipelines.commands._demo_files import DemoDirs, DemoSetupError, prepare, write_prometheus_config
+from pipelines.commands._procs import Child, ChildFailed, Children, http_status, port_in_use, wait_until
+
+DEMO_REFRESH_CRON = "*/2 * * * *"
+DEMO_SCANS_CRON = "*/5 * * * *"
+_BASE_URL = re.compile(r"https?://[^\s'\"<>]+/v1\b")
+_API_KEY = re.compile(r"\b(?:rst|rat)_[0-9A-Za-z]{8,}")
+
+
+class _Stop(Exception):
+    """Ctrl-C, SIGTERM or SIGHUP: unwind to the single place that stops the children."""
+
+
+def mask(secret: str) -> str:
+    """Enough of a key to tell two apart, never enough to use one."""
+    return f"{secret[:8]}…" if len(secret) > 12 else "…"
+
+
+def say(message: str = "") -> None:
+    print(message, flush=True)
+
+
+class Demo:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.python = sys.executable
+        self.prometheus_bin = None if args.no_prometheus else shutil.which("prometheus")
+        self.children: Children | None = None
+        self._critical = False
+        self._pending_stop = False
+        self.started = time.monotonic()
+
+    # ------------------------------------------------------------------ signals
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        # Never unwind between a Popen and its registration: the child would escape the shutdown.
+        if self._critical:
+            self._pending_stop = True
+            return
+        raise _Stop(signal.Signals(signum).name)
+
+    def _start(self, name: str, argv: list[str], env: dict[str, str]) -> Child:
+        assert self.children is not None
+        self._critical = True
+        try:
+            return self.children.start(name, argv, env)
+        finally:
+            self._critical = False
+            if self._pending_stop:
+                raise _Stop("signal")
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> int:
+        busy = self._busy_port()
+        if busy:
+            say(f"scanwatch demo: {busy}")
+            return 2
+        try:
+            dirs = prepare(self.args.data_dir)
+        except (DemoSetupError, OSError) as exc:
+            say(f"scanwatch demo: {exc}")
+            return 2
+        self.children = Children(dirs.logs)
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        code = 0
+        try:
+            code = self._bring_up_and_wait(dirs)
+        except _Stop:
+            say("\nscanwatch demo: stopping…")
+        except ChildFailed as exc:
+            say(f"scanwatch demo: {exc}")
+            code = 1
+        finally:
+            # A second Ctrl-C must not interrupt the shutdown and leave children behind.
+            for sig in previous:
+                signal.signal(sig, signal.SIG_IGN)
+            killed = self.children.stop_all()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if killed:
+            say(f"scanwatch demo: killed {', '.join(killed)} (did not stop within 15 s)")
+        say(f"scanwatch demo: stopped; history kept in {dirs.root}")
+        return code
+
+    def _busy_port(self) -> str | None:
+        """Fail before starting anything: a half-started demo is worse than none."""
+        wanted = [("simulator", "--simulator-port"), ("exporter", "--exporter-port")]
+        if not self.args.no_dagster:
+            wanted.append(("dagster", "--dagster-port"))
+        if self.prometheus_bin:
+            wanted.append(("prometheus", "--prometheus-port"))
+        seen: dict[int, str] = {}
+        for name, flag in wanted:
+            port = getattr(self.args, flag[2:].replace("-", "_"))
+            if port in seen:
+                return f"port {port} is given to both {seen[port]} and {name}; change {flag}"
+            seen[port] = name
+            if port_in_use(port):
+                return f"port {port} ({name}) is already in use; pick another with {flag} {port + 1}"
+        return None
+
+    def _env(self, dirs: DemoDirs, base_url: str, api_key: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({
+            "SCANWATCH_BASE_URL": base_url,
+            "SCANWATCH_API_KEY": api_key,
+            "SCANWATCH_DB": str(dirs.db),
+            "SCANWATCH_SNAPSHOT": str(dirs.snapshot),
+            "DAGSTER_HOME": str(dirs.dagster_home),
+            "SCANWATCH_REFRESH_CRON": DEMO_REFRESH_CRON,
+            "SCANWATCH_SCANS_CRON": DEMO_SCANS_CRON,
+            "PYTHONUNBUFFERED": "1",
+            # Children find dagster, uvicorn and scanwatch beside this interpreter even without an activated venv.
+            "PATH": os.pathsep.join([str(Path(self.python).parent), env.get("PATH", "")]),
+        })
+        return env
+
+    def _bring_up_and_wait(self, dirs: DemoDirs) -> int:
+        a = self.args
+        say(f"scanwatch demo: data in {dirs.root}, logs in {dirs.logs}")
+        base_url, api_key = self._simulator(dirs)
+        env = self._env(dirs, base_url, api_key)
+        if not self._first_sync(env):
+            return 1
+        metrics_url = f"http://127.0.0.1:{a.exporter_port}/metrics"
+        exporter = self._start("exporter", [self.python, "-m", "pipelines.cli", "exporter", "--port",
+                                            str(a.exporter_port), "--listen-address", "127.0.0.1"], env)
+        wait_until(lambda: http_status(metrics_url) == 200, exporter, "/metrics", timeout=30)
+        say(f"  exporter    {metrics_url}")
+        dagster_url = None
+        if not a.no_dagster:
+            dagster_url = f"http://127.0.0.1:{a.dagster_port}"
+            say("  dagster     starting the UI, daemon and code server (about 10 s)…")
+            dagster = self._start("dagster", [self.python, "-m", "dagster", "dev", "-m", "pipelines.definitions",
+                                              "-p", str(a.dagster_port), "-h", "127.0.0.1"], env)
+            wait_until(lambda: http_status(f"{dagster_url}/server_info") == 200, dagster, "/server_info", timeout=120)
+            say(f"  dagster     {dagster_url}")
+        prometheus_url = self._prometheus(dirs, env)
+        self._print_guide(dirs, base_url, api_key, metrics_url, dagster_url, prometheus_url)
+        return self._watch()
+
+    def _simulator(self, dirs: DemoDirs) -> tuple[str, str]:
+        a = self.args
+        argv = [self.python, "-m", "pipelines.cli", "simulator", "--host", "127.0.0.1", "--port", str(a.simulator_port),
+                "--seed", str(a.seed), "--scale", "small", "--clock", "real", "--control"]
+        if a.autopilot and a.autopilot > 0:
+            argv += ["--autopilot", f"{a.autopilot:g}"]
+        child = self._start("simulator", argv, dict(os.environ, PYTHONUNBUFFERED="1"))
+        found: dict[str, str] = {}
+
+        def announced() -> bool:
+            # The simulator prints its base URL and a working key; both are read from its log.
+            text = child.log.read_text(errors="replace") if child.log.exists() else ""
+            for name, pattern in (("url", _BASE_URL), ("key", _API_KEY)):
+                match = pattern.search(text)
+                if match and name not in found:
+                    found[name] = match.group(0)
+            return len(found) == 2
+
+        wait_until(announced, child, "base URL and API key in its output", timeout=60)
+        base_url = found["url"].rstrip("/")
+        wait_until(lambda: http_status(f"{base_url}/account") is not None, child, "HTTP answer", timeout=30)
+        say(f"  simulator   {base_url}  (key {mask(found['key'])}, scale small, seed {a.seed})")
+        return base_url, found["key"]
+
+    def _first_sync(self, env: dict[str, str]) -> bool:
+        """Through Dagster with DAGSTER_HOME set, so this run is the first one listed in the UI."""
+        say("  sync        first sync of the simulated workspace…")
+        child = self._start("sync", [self.python, "-m", "pipelines.cli", "sync"], env)
+        shown = 0
+        summary = ""
+        last = ""
+        traceback = False
+        while True:
+            done = not child.alive()
+            lines = child.log.read_text(errors="replace").splitlines() if child.log.exists() else []
+            for line in lines[shown:]:
+                # Progress lines are echoed; a traceback is left in the log and only its last line reported.
+                traceback = traceback or line.startswith("Traceback")
+                if line.startswith("scanwatch sync:"):
+                    summary = line
+                elif line.strip() and not traceback:
+                    say(f"              {line.strip()}")
+                last = line.strip() or last
+            shown = len(lines)
+            if done:
+                break
+            time.sleep(0.25)
+        assert self.children is not None
+        self.children.items.remove(child)
+        if child.proc.returncode != 0:
+            reason = summary or last or f"exited with code {child.proc.returncode}"
+            say(f"scanwatch demo: the first sync failed: {reason}")
+            say(f"  full output: {child.log}")
+            return False
+        say(f"  sync        {summary.removeprefix('scanwatch sync: ')}")
+        return True
+
+    def _prometheus(self, dirs: DemoDirs, env: dict[str, str]) -> str | None:
+        if self.args.no_prometheus:
+            return None
+        if not self.prometheus_bin:
+            say("  prometheus  not installed: `sudo apt-get install prometheus` (Debian/Ubuntu) to get the "
+                "alert rules and queries; continuing without it")
+            return None
+        rules = write_prometheus_config(dirs, self.args.exporter_port)
+        url = f"http://127.0.0.1:{self.args.prometheus_port}"
+        child = self._start("prometheus", [
+            self.prometheus_bin, f"--config.file={dirs.prometheus_config}",
+            f"--storage.tsdb.path={dirs.prometheus_data}",
+            f"--web.listen-address=127.0.0.1:{self.args.prometheus_port}",
+        ], env)
+        wait_until(lambda: http_status(f"{url}/-/ready") == 200, child, "/-/ready", timeout=30)
+        say(f"  prometheus  {url}  ({len(rules)} rule files, scraping the exporter every 15 s)")
+        return url
+
+    def _print_guide(self, dirs: DemoDirs, base_url: str, api_key: str, metrics_url: str,
+                     dagster_url: str | None, prometheus_url: str | None) -> None:
+        elapsed = time.monotonic() - self.started
+        say()
+        say(f"scanwatch demo is up ({elapsed:.0f} s). Where to look:")
+        say(f"  simulated service  {base_url}   key {mask(api_key)} (a fake key; the full one is in the simulator log)")
+        if dagster_url:
+            say(f"  Dagster UI         {dagster_url}/asset-groups   the asset graph and its checks; the first sync is")
+            say(f"                     under {dagster_url}/runs; schedules refresh every 2 min, scans every 5 min,")
+            say("                     and a sensor refreshes a project when its scan finishes")
+        say(f"  metrics            {metrics_url}   secscan_project_score, secscan_issues_open, quotas")
+        if prometheus_url:
+            say(f"  Prometheus         {prometheus_url}/graph?g0.expr=sum+by+(severity)+(secscan_issues_open)")
+            say(f"                     alerts: {prometheus_url}/alerts   scrape target: {prometheus_url}/targets")
+        say(f"  SQL cookbook       SCANWATCH_DB={dirs.db} scanwatch sql   (lists the queries; run one by name)")
+        if self.args.autopilot:
+            say(f"The simulator starts a round of scans every {self.args.autopilot:g} s, so scores and issues move.")
+        duration = self.args.duration
+        say("Ctrl-C to stop." if duration is None else f"Stopping in {duration:g} s (Ctrl-C sooner).")
+
+    def _watch(self) -> int:
+        """Wait for Ctrl-C or the end of --duration; a child that dies takes the demo down with a reason."""
+        assert self.children is not None
+        deadline = None if self.args.duration is None else time.monotonic() + self.args.duration
+        while deadline is None or time.monotonic() < deadline:
+            dead = self.children.first_dead()
+            if dead is not None:
+                say(f"scanwatch demo: {dead.name} exited unexpectedly (code {dead.proc.returncode}); stopping the rest."
+                    f" Log: {dead.log}\n{dead.tail()}")
+                return 1
+            time.sleep(0.5)
+        say(f"scanwatch demo: {self.args.duration:g} s are up, stopping…")
+        return 0
