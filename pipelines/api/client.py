@@ -84,6 +84,7 @@ class ScanningClient:
         if not 1 <= page_size <= 100:
             raise ValueError("page_size must be between 1 and 100 (the service's limit)")
         self.base_url = base_url.rstrip("/")
+        api_key = (api_key or "").strip()
         self._api_key = api_key
         self.page_size = page_size
         self.concurrency = max(1, concurrency)
@@ -97,8 +98,9 @@ class ScanningClient:
             base_url=self.base_url + "/",
             transport=transport,
             timeout=timeout,
+            # No key, no header: the service then answers 401 authentication_required, which names the variable.
             headers={
-                "Authorization": f"Bearer {api_key}",
+                **({"Authorization": f"Bearer {api_key}"} if api_key else {}),
                 "User-Agent": user_agent,
                 "Accept": "application/json",
             },
@@ -159,7 +161,9 @@ class ScanningClient:
                 self._pacer.release(None)
                 self.stats.record_request(label, None)
                 log.debug("%s %s -> %s in %.3fs", method, path, type(exc).__name__, time.perf_counter() - started)
-                delay = self._retry.delay_for_failure(attempt)
+                # A request we could not even form (LocalProtocolError) fails the same way every time.
+                local = isinstance(exc, httpx.LocalProtocolError)
+                delay = None if local else self._retry.delay_for_failure(attempt)
                 if delay is None:
                     raise self._connection_error(exc, method, route) from None
                 self._pause(delay)
@@ -221,6 +225,13 @@ class ScanningClient:
                 method=method, route=route,
                 summary=f"{method} {route} timed out ({kind}) against {self.base_url} after every retry: "
                 "the service is slow or unreachable; check SCANWATCH_BASE_URL and the network",
+            )
+        if isinstance(exc, httpx.LocalProtocolError):
+            return ApiConnectionError(
+                f"the request could not be sent ({kind})",
+                method=method, route=route,
+                summary=f"{method} {route} could not be sent ({kind}): check SCANWATCH_API_KEY and SCANWATCH_BASE_URL "
+                "for stray characters",
             )
         if isinstance(exc, httpx.ConnectError):
             return ApiConnectionError(
