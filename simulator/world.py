@@ -176,10 +176,13 @@ class World:
         return None
 
     def recent_scan(self, t: Target, kind: str, now: float) -> Scan | None:
+        """A done scan of this kind finished within the hour; a failed one may be retried at once."""
         for sid in reversed(t.scan_ids):
             s = self.scans[sid]
-            if s.kind == kind and s.finished_at is not None and now - s.finished_at < HOUR:
+            if s.kind == kind and s.status == "done" and s.finished_at is not None and now - s.finished_at < HOUR:
                 return s
+            if s.created_at < now - 2 * HOUR:
+                break
         return None
 
     def create_scan(self, t: Target, kind: str, *, audit_fallback: bool = False, created_at: float | None = None,

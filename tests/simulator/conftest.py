@@ -49,3 +49,13 @@ def make_client(sim: Simulator) -> Iterator:
     yield make
     for c in clients:
         c.close()
+
+
+def code(r: httpx.Response) -> str:
+    """The error code of an answer, after checking the envelope every error must have."""
+    body = r.json()
+    err = body["error"]
+    assert set(err) >= {"type", "code", "message", "doc_url"}, body
+    assert err["doc_url"].endswith(err["code"])
+    assert r.headers["Service-Version"] == "2026-10-13" and r.headers["Request-Id"]
+    return err["code"]
