@@ -1,0 +1,377 @@
+"""Dev-only generator of the committed Grafana files: `python grafana/generate.py [--check]`.
+
+The dashboards and the Grafana alert rule are plain JSON/YAML committed in the repo (Grafana reads them,
+not this script). Generating them keeps panel layout, datasource references and the new-critical
+expression (copied from the Prometheus rule, so the two never drift) consistent. Standard library and
+PyYAML only; `--check` fails when the committed files are out of date.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+RULES = HERE.parent / "prometheus" / "rules" / "secscan-alerts.yml"
+DS = {"type": "prometheus", "uid": "${datasource}"}
+DATASOURCE_UID = "scanwatch-prometheus"
+WS = 'workspace=~"$workspace"'
+PID = 'project_id="$project_id"'
+
+
+class Layout:
+    """Places panels left to right on Grafana's 24-column grid, wrapping rows."""
+
+    def __init__(self) -> None:
+        self.x = self.y = self.row_h = 0
+        self.next_id = 1
+        self.panels: list[dict] = []
+
+    def row(self, title: str) -> None:
+        self.y += self.row_h
+        self.x = self.row_h = 0
+        self.panels.append({"type": "row", "title": title, "id": self._id(), "collapsed": False, "panels": [],
+                            "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y}})
+        self.y += 1
+
+    def _id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+    def add(self, panel: dict, w: int, h: int) -> None:
+        if self.x + w > 24:
+            self.y += self.row_h
+            self.x = self.row_h = 0
+        panel["id"] = self._id()
+        panel["gridPos"] = {"h": h, "w": w, "x": self.x, "y": self.y}
+        self.panels.append(panel)
+        self.x += w
+        self.row_h = max(self.row_h, h)
+
+
+def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False, table: bool = False) -> dict:
+    t = {"datasource": DS, "expr": expr, "refId": ref, "legendFormat": legend or "__auto", "range": not instant,
+         "instant": instant, "editorMode": "code"}
+    if table:
+        t["format"] = "table"
+    return t
+
+
+def panel(kind: str, title: str, targets: list[dict], *, unit: str = "short", description: str = "",
+          options: dict | None = None, custom: dict | None = None, overrides: list | None = None,
+          transformations: list | None = None, thresholds: list | None = None, mappings: list | None = None) -> dict:
+    defaults: dict = {"unit": unit}
+    if custom:
+        defaults["custom"] = custom
+    defaults["thresholds"] = {"mode": "absolute", "steps": thresholds or [{"color": "green", "value": None}]}
+    if mappings:
+        defaults["mappings"] = mappings
+    p = {"type": kind, "title": title, "description": description, "datasource": DS, "targets": targets,
+         "fieldConfig": {"defaults": defaults, "overrides": overrides or []}, "options": options or {}}
+    if transformations:
+        p["transformations"] = transformations
+    return p
+
+
+def stat(title: str, expr: str, legend: str = "", **kw) -> dict:
+    opts = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False}, "colorMode": "value",
+            "graphMode": "none", "textMode": "auto"}
+    return panel("stat", title, [target(expr, legend, instant=True)], options=opts, **kw)
+
+
+def series(title: str, targets: list[dict], *, stack: bool = False, bars: bool = False, **kw) -> dict:
+    custom = {"drawStyle": "bars" if bars else "line", "lineWidth": 1, "fillOpacity": 60 if bars else 10,
+              "stacking": {"mode": "normal" if stack else "none", "group": "A"}, "showPoints": "never",
+              "spanNulls": True}
+    opts = {"legend": {"displayMode": "table", "placement": "right", "calcs": ["lastNotNull"], "showLegend": True},
+            "tooltip": {"mode": "multi", "sort": "desc"}}
+    return panel("timeseries", title, targets, custom=custom, options=opts, **kw)
+
+
+def table(title: str, targets: list[dict], **kw) -> dict:
+    transformations = [{"id": "merge", "options": {}},
+                       {"id": "organize", "options": {"excludeByName": {"Time": True, "__name__": True, "job": True,
+                                                                         "instance": True}}}]
+    return panel("table", title, targets, transformations=transformations,
+                 options={"showHeader": True, "cellHeight": "sm"}, **kw)
+
+
+def bargauge(title: str, expr: str, legend: str, **kw) -> dict:
+    opts = {"orientation": "horizontal", "displayMode": "gradient", "showUnfilled": True,
+            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False}}
+    return panel("bargauge", title, [target(expr, legend, instant=True)], options=opts, **kw)
+
+
+RED_AT_1 = [{"color": "green", "value": None}, {"color": "red", "value": 1}]
+SEVERITY_COLORS = [
+    {"matcher": {"id": "byName", "options": name}, "properties": [{"id": "color", "value":
+                                                                  {"mode": "fixed", "fixedColor": color}}]}
+    for name, color in (("critical", "dark-red"), ("high", "orange"), ("medium", "yellow"), ("low", "blue"),
+                        ("info", "gray"))
+]
+
+
+def datasource_var() -> dict:
+    return {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+            "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": []}
+
+
+def query_var(name: str, label: str, query: str, *, multi: bool, include_all: bool, regex: str = "",
+              hide: int = 0) -> dict:
+    return {"name": name, "label": label, "type": "query", "datasource": DS,
+            "query": {"query": query, "refId": f"{name}-var", "qryType": 1 if query.startswith("label_values")
+                      else 3},
+            "definition": query, "refresh": 2, "regex": regex, "sort": 1, "multi": multi, "includeAll": include_all,
+            "allValue": ".*" if include_all else None, "current": {}, "hide": hide, "options": []}
+
+
+def dashboard(uid: str, title: str, description: str, variables: list[dict], layout: Layout,
+              links: list[dict]) -> dict:
+    return {
+        "uid": uid, "title": title, "description": description, "tags": ["scanwatch", "security"],
+        "editable": True, "graphTooltip": 1, "schemaVersion": 39, "version": 1, "timezone": "browser",
+        "time": {"from": "now-7d", "to": "now"}, "refresh": "5m", "fiscalYearStartMonth": 0, "liveNow": False,
+        "templating": {"list": variables}, "annotations": {"list": []}, "links": links, "panels": layout.panels,
+    }
+
+
+def overview() -> dict:
+    lay = Layout()
+    lay.row("Posture")
+    lay.add(stat("Open critical", f'sum(secscan:issues_open:sum{{{WS},severity="critical"}})', thresholds=RED_AT_1),
+            4, 4)
+    lay.add(stat("Open high", f'sum(secscan:issues_open:sum{{{WS},severity="high"}})',
+                 thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": 1}]), 4, 4)
+    lay.add(stat("SLA breached", f"sum(secscan:issues_sla_breached:sum{{{WS}}})", thresholds=RED_AT_1,
+                 description="Open issues older than their severity's SLA (secscan_sla_seconds)."), 4, 4)
+    lay.add(stat("SLA due soon", f"sum(secscan:issues_sla_due_soon:sum{{{WS}}})",
+                 thresholds=[{"color": "green", "value": None}, {"color": "yellow", "value": 1}],
+                 description="Open issues in the last quarter of their SLA window: act before the breach."), 4, 4)
+    lay.add(stat("Hidden issues (unverified sites)", f"sum(secscan_target_hidden_issues{{{WS}}})",
+                 description="Issues the service hides until the site's ownership is proved."), 4, 4)
+    lay.add(stat("Lowest project score", f"min(secscan_project_score{{{WS}}})",
+                 thresholds=[{"color": "red", "value": None}, {"color": "orange", "value": 50},
+                             {"color": "green", "value": 80}]), 4, 4)
+    lay.add(series("Project scores", [target(f"secscan_project_score{{{WS}}}", "{{project}} ({{workspace}})")],
+                   unit="none"), 12, 8)
+    lay.add(series("Open issues by severity", [target(f"sum by (severity) (secscan:issues_open:sum{{{WS}}})",
+                                                      "{{severity}}")], stack=True, overrides=SEVERITY_COLORS),
+            12, 8)
+    lay.add(series("New against fixed", [
+        target(f"sum(increase(secscan_issues_opened_total{{{WS}}}[$__rate_interval]))"
+               f" + sum(increase(secscan_issues_reopened_total{{{WS}}}[$__rate_interval]))", "new", "A"),
+        target(f"-sum(increase(secscan_issues_fixed_total{{{WS}}}[$__rate_interval]))", "fixed", "B"),
+    ], bars=True, description="Issues opened or reopened (up) against issues fixed (down), per interval."), 12, 8)
+    lay.add(series("New and fixed per day, by severity", [
+        target(f"sum by (severity) (secscan:issues_opened:increase1d{{{WS}}})", "new {{severity}}", "A"),
+        target(f"sum by (severity) (secscan:issues_fixed:increase1d{{{WS}}})", "fixed {{severity}}", "B"),
+    ]), 12, 8)
+    lay.add(bargauge("Open issues by family", f"sum by (family) (secscan_issues_open_by_family{{{WS}}}) > 0",
+                     "{{family}}"), 8, 8)
+    lay.add(table("Time to fix by severity", [
+        target(f"secscan:issue_time_to_fix_seconds:p50{{{WS}}}", "", "A", instant=True, table=True),
+        target(f"secscan:issue_time_to_fix_seconds:p90{{{WS}}}", "", "B", instant=True, table=True),
+        target(f"secscan:issue_time_to_fix_seconds:mean{{{WS}}}", "", "C", instant=True, table=True),
+    ], unit="s", description="Median, 90th percentile and mean time from first seen to fixed."), 8, 8)
+    lay.add(table("Oldest open issue by severity", [
+        target(f"max by (workspace, severity) (secscan_issues_oldest_open_age_seconds{{{WS}}})", "", "A",
+               instant=True, table=True)], unit="s"), 8, 8)
+    lay.row("Quotas and plan")
+    lay.add(bargauge("Quota used", f"secscan:quota_used:ratio{{{WS}}}", "{{workspace}} {{quota}}",
+                     unit="percentunit", thresholds=[{"color": "green", "value": None},
+                                                     {"color": "orange", "value": 0.75}, {"color": "red",
+                                                                                          "value": 0.9}]), 8, 6)
+    lay.add(series("Quota remaining", [target(f"secscan_quota_remaining{{{WS}}}", "{{workspace}} {{quota}}")]),
+            8, 6)
+    lay.add(stat("Quota period ends", f"secscan_quota_period_end_timestamp_seconds{{{WS}}} * 1000",
+                 "{{workspace}}", unit="dateTimeFromNow"), 4, 3)
+    lay.add(stat("Trial ends", f"secscan_api_trial_end_timestamp_seconds{{{WS}}} * 1000", "{{workspace}}",
+                 unit="dateTimeFromNow", description="Only for a workspace on the Solo trial."), 4, 3)
+    lay.add(stat("API access", f"secscan_api_access_allowed{{{WS}}}", "{{workspace}}",
+                 mappings=[{"type": "value", "options": {"0": {"text": "lost", "color": "red"},
+                                                         "1": {"text": "allowed", "color": "green"}}}]), 4, 3)
+    lay.add(panel("stat", "Plan", [target(f"secscan_plan_info{{{WS}}}", "{{workspace}}: {{plan}}", instant=True)],
+                  options={"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                           "textMode": "name", "colorMode": "none", "graphMode": "none"}), 4, 3)
+    lay.add(stat("Projects used / limit", f"secscan_projects_used{{{WS}}} / secscan_projects_limit{{{WS}}}",
+                 "{{workspace}}", unit="percentunit"), 4, 3)
+    lay.add(stat("Paused projects", f"secscan_projects_paused{{{WS}}}", "{{workspace}}"), 4, 3)
+    lay.add(stat("Pack credits", f"secscan_pack_credits{{{WS}}}", "{{workspace}} {{credit}}"), 4, 3)
+    lay.row("Sync health")
+    lay.add(stat("Since last successful sync", f"secscan:sync_age_seconds{{{WS}}}", "{{workspace}}", unit="s",
+                 thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": 1800},
+                             {"color": "red", "value": 3600}]), 6, 4)
+    lay.add(stat("Rate limit remaining", f"secscan_api_rate_limit_remaining{{{WS}}}", "{{workspace}}"), 6, 4)
+    lay.add(stat("Snapshot age", "max(secscan_snapshot_age_seconds)", unit="s"), 6, 4)
+    lay.add(stat("Snapshot readable", "min(secscan_snapshot_readable)",
+                 mappings=[{"type": "value", "options": {"0": {"text": "no: serving last good", "color": "red"},
+                                                         "1": {"text": "yes", "color": "green"}}}]), 6, 4)
+    lay.add(series("API requests by asset", [
+        target(f"sum by (asset) (increase(secscan_api_requests_total{{{WS}}}[$__rate_interval]))", "{{asset}}")],
+        bars=True, stack=True), 8, 8)
+    lay.add(series("429 answers and retries", [
+        target(f"sum(increase(secscan_api_rate_limited_total{{{WS}}}[$__rate_interval]))", "429s", "A"),
+        target(f"sum(increase(secscan_api_retries_total{{{WS}}}[$__rate_interval]))", "retries", "B"),
+    ], bars=True), 8, 8)
+    lay.add(table("Assets: since last success and last run", [
+        target(f"time() - secscan_pipeline_last_success_timestamp_seconds{{{WS}}}", "", "A", instant=True,
+               table=True),
+        target(f"secscan_pipeline_last_run_success{{{WS}}}", "", "B", instant=True, table=True),
+        target(f"secscan_pipeline_last_run_duration_seconds{{{WS}}}", "", "C", instant=True, table=True),
+    ], unit="s"), 8, 8)
+    variables = [datasource_var(), query_var("workspace", "Workspace", "label_values(secscan_plan_info, workspace)",
+                                             multi=True, include_all=True)]
+    links = [{"title": "Project drill-down", "type": "link", "url": "/d/scanwatch-project", "icon": "dashboard",
+              "includeVars": True, "keepTime": True}]
+    return dashboard("scanwatch-overview", "scanwatch: overview",
+                     "Security posture, issue flow, quotas and sync health of every followed workspace.",
+                     variables, lay, links)
+
+
+def project() -> dict:
+    lay = Layout()
+    sel = f"{WS},{PID}"
+    lay.row("Project")
+    lay.add(stat("Score", f"secscan_project_score{{{sel}}}", unit="none",
+                 thresholds=[{"color": "red", "value": None}, {"color": "orange", "value": 50},
+                             {"color": "green", "value": 80}]), 4, 4)
+    lay.add(panel("stat", "Grade", [target(f"secscan_project_grade_info{{{sel}}}", "{{grade}}", instant=True)],
+                  options={"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                           "textMode": "name", "colorMode": "none", "graphMode": "none"}), 4, 4)
+    lay.add(stat("Open critical", f'sum(secscan_issues_open{{{sel},severity="critical"}})', thresholds=RED_AT_1),
+            4, 4)
+    lay.add(stat("SLA breached", f"sum(secscan_issues_sla_breached{{{sel}}})", thresholds=RED_AT_1), 4, 4)
+    lay.add(stat("SLA due soon", f"sum(secscan_issues_sla_due_soon{{{sel}}})"), 4, 4)
+    lay.add(stat("Paused", f"secscan_project_paused{{{sel}}}",
+                 mappings=[{"type": "value", "options": {"0": {"text": "active"}, "1": {"text": "paused",
+                                                                                        "color": "orange"}}}]), 4, 4)
+    lay.add(series("Scores over time", [
+        target(f"secscan_project_score{{{sel}}}", "project", "A"),
+        target(f"secscan_target_score{{{sel}}}", "{{address}} ({{kind}})", "B"),
+    ], unit="none"), 12, 8)
+    lay.add(series("Open issues by severity", [target(f"sum by (severity) (secscan_issues_open{{{sel}}})",
+                                                      "{{severity}}")], stack=True, overrides=SEVERITY_COLORS),
+            12, 8)
+    lay.add(series("New against fixed", [
+        target(f"sum by (severity) (increase(secscan_issues_opened_total{{{sel}}}[$__rate_interval]))",
+               "new {{severity}}", "A"),
+        target(f"-sum by (severity) (increase(secscan_issues_fixed_total{{{sel}}}[$__rate_interval]))",
+               "fixed {{severity}}", "B"),
+    ], bars=True, stack=True), 12, 8)
+    lay.add(series("Time to fix (median, 90th percentile)", [
+        target(f"histogram_quantile(0.5, sum by (severity, le) (secscan_issue_time_to_fix_seconds_bucket{{{sel}}}))",
+               "p50 {{severity}}", "A"),
+        target(f"histogram_quantile(0.9, sum by (severity, le) (secscan_issue_time_to_fix_seconds_bucket{{{sel}}}))",
+               "p90 {{severity}}", "B"),
+    ], unit="s"), 12, 8)
+    lay.add(table("Targets", [
+        target(f"secscan_target_score{{{sel}}}", "", "A", instant=True, table=True),
+        target(f"secscan_target_coverage_ratio{{{sel}}}", "", "B", instant=True, table=True),
+        target(f"secscan_target_hidden_issues{{{sel}}}", "", "C", instant=True, table=True),
+        target(f"secscan_target_verified{{{sel}}}", "", "D", instant=True, table=True),
+        target(f"secscan_target_last_scan_failed{{{sel}}}", "", "E", instant=True, table=True),
+    ]), 24, 7)
+    lay.add(table("SLA by severity", [
+        target(f"secscan_issues_sla_breached{{{sel}}}", "", "A", instant=True, table=True),
+        target(f"secscan_issues_sla_due_soon{{{sel}}}", "", "B", instant=True, table=True),
+        target(f"secscan_issues_oldest_open_age_seconds{{{sel}}}", "", "C", instant=True, table=True),
+    ]), 12, 7)
+    lay.add(bargauge("Open issues by family", f"secscan_issues_open_by_family{{{sel}}} > 0", "{{family}}"), 6, 7)
+    lay.add(bargauge("Issues by status", f"sum by (status) (secscan_issues_by_status{{{sel}}})", "{{status}}"), 6, 7)
+    lay.add(table("Mean time to fix by severity", [
+        target(f"sum by (severity) (secscan_issue_time_to_fix_seconds_sum{{{sel}}})"
+               f" / (sum by (severity) (secscan_issue_time_to_fix_seconds_count{{{sel}}}) > 0)", "", "A",
+               instant=True, table=True)], unit="s"), 8, 7)
+    lay.add(series("Scans finished by kind and status", [
+        target(f"sum by (kind, status) (increase(secscan_scans_total{{{sel}}}[$__rate_interval]))",
+               "{{kind}} {{status}}", "A")], bars=True, stack=True), 8, 7)
+    lay.add(stat("Scans pending", f"sum(secscan_scans_pending{{{sel}}})"), 8, 7)
+    lay.add(table("Open critical issues (opt-in series)", [
+        target(f"secscan_critical_issue_info{{{sel}}}", "", "A", instant=True, table=True)],
+        description="Needs `scanwatch exporter --critical-issue-info N`; identifiers only, never issue content."),
+        24, 7)
+    variables = [
+        datasource_var(),
+        query_var("workspace", "Workspace", "label_values(secscan_plan_info, workspace)", multi=False,
+                  include_all=False),
+        query_var("project_id", "Project", 'query_result(secscan_project_score{workspace=~"$workspace"})',
+                  multi=False, include_all=False, regex='/project="(?<text>[^"]*)",project_id="(?<value>[^"]*)"/'),
+    ]
+    links = [{"title": "Overview", "type": "link", "url": "/d/scanwatch-overview", "icon": "dashboard",
+              "includeVars": True, "keepTime": True}]
+    return dashboard("scanwatch-project", "scanwatch: project drill-down",
+                     "One project: scores of its targets, issues by severity, family and status, SLA, time to fix "
+                     "and scans.", variables, lay, links)
+
+
+def grafana_alert_rules() -> dict:
+    """The new-critical alert as Grafana-managed alerting, with the Prometheus rule's own expression."""
+    rule = next(r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]
+                if r.get("alert") == "SecscanNewCriticalIssue")
+    ann = rule["annotations"]
+    return {
+        "apiVersion": 1,
+        "groups": [{
+            "orgId": 1, "name": "scanwatch", "folder": "scanwatch", "interval": "1m",
+            "rules": [{
+                "uid": "secscan-new-critical-issue",
+                "title": "SecscanNewCriticalIssue",
+                "condition": "C",
+                "data": [
+                    {"refId": "A", "relativeTimeRange": {"from": 900, "to": 0}, "datasourceUid": DATASOURCE_UID,
+                     "model": {"refId": "A", "expr": rule["expr"], "instant": True, "range": False,
+                               "datasource": {"type": "prometheus", "uid": DATASOURCE_UID}}},
+                    {"refId": "B", "datasourceUid": "__expr__",
+                     "model": {"refId": "B", "type": "reduce", "expression": "A", "reducer": "last",
+                               "datasource": {"type": "__expr__", "uid": "__expr__"}}},
+                    {"refId": "C", "datasourceUid": "__expr__",
+                     "model": {"refId": "C", "type": "threshold", "expression": "B",
+                               "conditions": [{"evaluator": {"type": "gt", "params": [0]}}],
+                               "datasource": {"type": "__expr__", "uid": "__expr__"}}},
+                ],
+                "noDataState": "OK",
+                "execErrState": "Error",
+                "for": "0s",
+                "labels": dict(rule["labels"]),
+                "annotations": {
+                    "summary": ann["summary"].strip(),
+                    "description": ann["description"].strip(),
+                    "runbook": ann["runbook"].strip(),
+                    "__dashboardUid__": "scanwatch-project",
+                },
+                "isPaused": False,
+            }],
+        }],
+    }
+
+
+def outputs() -> dict[Path, str]:
+    header = "# Generated by grafana/generate.py from prometheus/rules/secscan-alerts.yml; do not edit by hand.\n"
+    return {
+        HERE / "dashboards" / "scanwatch-overview.json": json.dumps(overview(), indent=2) + "\n",
+        HERE / "dashboards" / "scanwatch-project.json": json.dumps(project(), indent=2) + "\n",
+        HERE / "provisioning" / "alerting" / "scanwatch-alerts.yml":
+            header + yaml.safe_dump(grafana_alert_rules(), sort_keys=False, width=120),
+    }
+
+
+def main(argv: list[str]) -> int:
+    stale = []
+    for path, text in outputs().items():
+        if "--check" in argv:
+            if not path.exists() or path.read_text() != text:
+                stale.append(str(path.relative_to(HERE.parent)))
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    if stale:
+        print("out of date (run python grafana/generate.py): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,84 @@
+"""Every PromQL query the Grafana files hold, and Grafana's variables replaced the way Grafana would."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
+GRAFANA_ALERTS = ROOT / "grafana" / "provisioning" / "alerting" / "scanwatch-alerts.yml"
+RULE_FILES = sorted((ROOT / "prometheus" / "rules").glob("*.yml"))
+METRIC = re.compile(r"\b(secscan[_:][a-zA-Z0-9_:]*)")
+
+
+@dataclass(frozen=True)
+class Query:
+    source: str  # dashboard uid, "grafana-alert" or the rule file
+    title: str  # panel title, variable name or rule name
+    expr: str
+    kind: str  # "panel", "variable", "alert", "record"
+
+
+def load_dashboards() -> dict[str, dict]:
+    return {json.loads(p.read_text())["uid"]: json.loads(p.read_text()) for p in DASHBOARDS}
+
+
+def panels(dash: dict) -> list[dict]:
+    out = []
+    for p in dash["panels"]:
+        out.append(p)
+        out.extend(p.get("panels", []))
+    return out
+
+
+def dashboard_queries() -> list[Query]:
+    found = []
+    for uid, dash in load_dashboards().items():
+        for p in panels(dash):
+            for t in p.get("targets", []):
+                found.append(Query(uid, p["title"], t["expr"], "panel"))
+        for v in dash["templating"]["list"]:
+            if v["type"] == "query":
+                found.append(Query(uid, v["name"], v["definition"], "variable"))
+    return found
+
+
+def alert_queries() -> list[Query]:
+    found = []
+    for path in RULE_FILES:
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                kind = "alert" if "alert" in rule else "record"
+                found.append(Query(path.name, rule.get("alert") or rule["record"], rule["expr"], kind))
+    for group in yaml.safe_load(GRAFANA_ALERTS.read_text())["groups"]:
+        for rule in group["rules"]:
+            for d in rule["data"]:
+                if "expr" in d["model"]:
+                    found.append(Query("grafana-alert", rule["title"], d["model"]["expr"], "alert"))
+    return found
+
+
+def substitute(expr: str, *, workspace: str = ".*", project_id: str = ".*", rate_interval: str = "1m",
+               interval: str = "15s", range_: str = "1h") -> str:
+    """Replace Grafana's variables; `=` matchers on a regex value become `=~` as an All selection does."""
+    out = (expr.replace("$__rate_interval", rate_interval).replace("$__interval", interval)
+           .replace("$__range", range_).replace("$workspace", workspace).replace("$project_id", project_id))
+    if project_id == ".*":
+        out = out.replace('project_id=".*"', 'project_id=~".*"')
+    return out
+
+
+def variable_to_api(definition: str) -> tuple[str, dict]:
+    """A variable's definition as a Prometheus HTTP API call (path, params), as Grafana issues it."""
+    m = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", definition.strip())
+    if m:
+        return f"/api/v1/label/{m.group(2)}/values", {"match[]": m.group(1)}
+    m = re.fullmatch(r"query_result\((.+)\)", definition.strip())
+    if m:
+        return "/api/v1/query", {"query": m.group(1)}
+    raise ValueError(f"unsupported variable query {definition!r}")

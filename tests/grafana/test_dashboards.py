@@ -1,0 +1,130 @@
+"""Dashboard and provisioning structure, and every query pulled out and checked against the exposition.
+
+A real Prometheus evaluates all of these queries in tests/e2e; here they are checked statically.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import yaml
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporters.server import build_registry
+from pipelines.snapshot import write_snapshot
+from tests.grafana.queries import (
+    GRAFANA_ALERTS,
+    METRIC,
+    ROOT,
+    alert_queries,
+    dashboard_queries,
+    load_dashboards,
+    panels,
+    substitute,
+    variable_to_api,
+)
+
+GRAFANA = ROOT / "grafana"
+
+
+def test_committed_files_match_the_generator():
+    result = subprocess.run([sys.executable, str(GRAFANA / "generate.py"), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_two_dashboards_with_stable_uids_and_variables():
+    dashboards = load_dashboards()
+    assert set(dashboards) == {"scanwatch-overview", "scanwatch-project"}
+    for uid, dash in dashboards.items():
+        names = [v["name"] for v in dash["templating"]["list"]]
+        assert names[:2] == ["datasource", "workspace"], uid
+        assert dash["templating"]["list"][0]["type"] == "datasource"
+    project_vars = {v["name"]: v for v in dashboards["scanwatch-project"]["templating"]["list"]}
+    assert "project_id" in project_vars and "(?<value>" in project_vars["project_id"]["regex"]
+
+
+def test_panels_have_unique_ids_fit_the_grid_and_do_not_overlap():
+    for uid, dash in load_dashboards().items():
+        ps = panels(dash)
+        ids = [p["id"] for p in ps]
+        assert len(ids) == len(set(ids)), uid
+        cells = set()
+        for p in ps:
+            g = p["gridPos"]
+            assert g["x"] >= 0 and g["x"] + g["w"] <= 24, (uid, p["title"])
+            for x in range(g["x"], g["x"] + g["w"]):
+                for y in range(g["y"], g["y"] + g["h"]):
+                    assert (x, y) not in cells, (uid, p["title"])
+                    cells.add((x, y))
+
+
+def test_every_panel_queries_through_the_datasource_variable():
+    for uid, dash in load_dashboards().items():
+        for p in panels(dash):
+            if p["type"] == "row":
+                continue
+            assert p["datasource"]["uid"] == "${datasource}", (uid, p["title"])
+            assert p["targets"], (uid, p["title"])
+            refs = [t["refId"] for t in p["targets"]]
+            assert len(refs) == len(set(refs)), (uid, p["title"])
+            for t in p["targets"]:
+                assert t["expr"].strip() and t["datasource"]["uid"] == "${datasource}"
+
+
+def test_overview_covers_what_the_issue_asks():
+    titles = " | ".join(p["title"] for p in panels(load_dashboards()["scanwatch-overview"])).lower()
+    for wanted in ("project scores", "open issues by severity", "new against fixed", "quota used",
+                   "quota period ends", "since last successful sync", "429"):
+        assert wanted in titles, wanted
+
+
+def test_queries_filter_by_their_variables():
+    for q in dashboard_queries():
+        if q.kind != "panel" or "secscan_snapshot" in q.expr:
+            continue
+        assert "$workspace" in q.expr, (q.source, q.title)
+        if q.source == "scanwatch-project":
+            assert "$project_id" in q.expr, q.title
+
+
+def test_every_query_reads_series_the_exporter_or_rules_provide(snapshot, tmp_path):
+    path = tmp_path / "m.json"
+    write_snapshot(snapshot, path)
+    text = generate_latest(build_registry(path, critical_info_limit=5)).decode()
+    exported = {s.name for fam in text_string_to_metric_families(text) for s in fam.samples}
+    recorded = {q.title for q in alert_queries() if q.kind == "record"}
+    queries = dashboard_queries() + alert_queries()
+    assert len(queries) > 60
+    for q in queries:
+        names = METRIC.findall(q.expr)
+        assert names or q.expr.startswith("up"), (q.source, q.title)
+        for name in names:
+            assert name in exported or name in recorded, (q.source, q.title, name)
+
+
+def test_substitution_leaves_no_grafana_variable():
+    for q in dashboard_queries():
+        out = substitute(q.expr, project_id="p1")
+        assert "$" not in out, (q.title, out)
+        if q.kind == "variable":
+            variable_to_api(out)
+
+
+def test_provisioning_files():
+    ds = yaml.safe_load((GRAFANA / "provisioning" / "datasources" / "scanwatch.yml").read_text())
+    (source,) = ds["datasources"]
+    assert source["type"] == "prometheus" and source["uid"] == "scanwatch-prometheus"
+    provider = yaml.safe_load((GRAFANA / "provisioning" / "dashboards" / "scanwatch.yml").read_text())
+    assert provider["providers"][0]["type"] == "file" and provider["providers"][0]["options"]["path"]
+    alerts = yaml.safe_load(GRAFANA_ALERTS.read_text())
+    (rule,) = alerts["groups"][0]["rules"]
+    assert rule["title"] == "SecscanNewCriticalIssue" and rule["condition"] == "C"
+    assert {d["refId"] for d in rule["data"]} == {"A", "B", "C"}
+    query = next(d for d in rule["data"] if d["refId"] == "A")
+    assert query["datasourceUid"] == source["uid"]
+    prom_rule = next(r for g in yaml.safe_load((ROOT / "prometheus" / "rules" / "secscan-alerts.yml").read_text())
+                     ["groups"] for r in g["rules"] if r.get("alert") == "SecscanNewCriticalIssue")
+    assert query["model"]["expr"] == prom_rule["expr"]  # one expression, two alerting paths
+    assert {"summary", "description", "runbook"} <= set(rule["annotations"])
