@@ -8,7 +8,9 @@
 -- starting at fixed_at. An issue marked false positive or accepted risk before scanwatch first saw it
 -- never counts. The service's fixed_at is more exact than the sync that observed the fix, so it is used
 -- as the time of the fix event it belongs to. Severity follows severity_changed events the same way.
--- The last row (today) agrees with the issues whose status is `open` now.
+-- The series runs from the first first_seen_at to today (or to the latest change, if the service's clock
+-- is ahead of ours), so the last row agrees with the issues whose status is `open` now. The work grows
+-- with issues and changes, not with issues times days.
 WITH status_changes AS (
     SELECT
         issue_id,
@@ -45,7 +47,7 @@ status_events AS (
                 AND i.fixed_at > coalesce(lag(e.observed_at) OVER w, i.first_seen_at)
                 THEN timezone('UTC', i.fixed_at)
             ELSE timezone('UTC', e.observed_at)
-        END AS at,
+        END AS changed_at,
         row_number() OVER w AS n
     FROM status_steps AS e
     JOIN issues AS i ON i.id = e.issue_id
@@ -56,54 +58,82 @@ severity_events AS (
         issue_id,
         from_value,
         to_value,
-        timezone('UTC', observed_at) AS at,
+        timezone('UTC', observed_at) AS changed_at,
         row_number() OVER (PARTITION BY issue_id ORDER BY observed_at) AS n
     FROM issue_events
     WHERE event = 'severity_changed'
 ),
-days AS (
-    SELECT CAST(d AS DATE) AS day, d + INTERVAL 1 DAY AS day_end
-    FROM generate_series(
-        (SELECT CAST(timezone('UTC', min(first_seen_at)) AS DATE) FROM issues),
-        CAST(timezone('UTC', now()) AS DATE),
-        INTERVAL 1 DAY
-    ) AS t(d)
-),
-issue_days AS (
+issue_base AS (
     SELECT
-        d.day,
-        d.day_end,
-        i.id,
-        i.status,
-        i.severity,
-        timezone('UTC', coalesce(i.fixed_at, i.last_seen_at)) AS fixed_at
-    FROM days AS d
-    JOIN issues AS i ON timezone('UTC', i.first_seen_at) < d.day_end
+        id,
+        status,
+        severity,
+        timezone('UTC', first_seen_at) AS first_seen,
+        timezone('UTC', coalesce(fixed_at, last_seen_at)) AS fixed_at
+    FROM issues
+    WHERE first_seen_at IS NOT NULL
 ),
-with_status AS (
+-- Moments an issue's state may change; its state holds from one to the next.
+points AS (
+    SELECT id, first_seen AS p FROM issue_base
+    UNION SELECT id, fixed_at FROM issue_base WHERE status = 'fixed' AND fixed_at > first_seen
+    UNION SELECT issue_id, changed_at FROM status_events
+    UNION SELECT issue_id, changed_at FROM severity_events
+),
+states AS (
     SELECT
-        x.day,
+        pt.p,
+        lead(pt.p) OVER (PARTITION BY pt.id ORDER BY pt.p) AS next_p,
         coalesce(
             s.to_value,
             first_status.from_value,
-            CASE WHEN x.status = 'fixed' AND x.fixed_at >= x.day_end THEN 'open' ELSE x.status END
+            CASE WHEN b.status = 'fixed' AND b.fixed_at > pt.p THEN 'open' ELSE b.status END
         ) AS status_then,
-        coalesce(v.to_value, first_severity.from_value, x.severity) AS severity_then
-    FROM issue_days AS x
-    ASOF LEFT JOIN status_events AS s ON s.issue_id = x.id AND x.day_end > s.at
-    ASOF LEFT JOIN severity_events AS v ON v.issue_id = x.id AND x.day_end > v.at
-    LEFT JOIN status_events AS first_status ON first_status.issue_id = x.id AND first_status.n = 1
-    LEFT JOIN severity_events AS first_severity ON first_severity.issue_id = x.id AND first_severity.n = 1
+        coalesce(v.to_value, first_severity.from_value, b.severity) AS severity_then
+    FROM points AS pt
+    JOIN issue_base AS b ON b.id = pt.id AND pt.p >= b.first_seen
+    ASOF LEFT JOIN status_events AS s ON s.issue_id = pt.id AND pt.p >= s.changed_at
+    ASOF LEFT JOIN severity_events AS v ON v.issue_id = pt.id AND pt.p >= v.changed_at
+    LEFT JOIN status_events AS first_status ON first_status.issue_id = pt.id AND first_status.n = 1
+    LEFT JOIN severity_events AS first_severity ON first_severity.issue_id = pt.id AND first_severity.n = 1
+),
+-- A state held over (p, next_p] is the state at the end of days date(p) up to the day before date(next_p):
+-- count it in with +1 on the first and out with -1 on the day after the last, then add up day by day.
+deltas AS (
+    SELECT CAST(p AS DATE) AS day, severity_then AS severity, 1 AS delta FROM states WHERE status_then = 'open'
+    UNION ALL
+    SELECT CAST(next_p AS DATE), severity_then, -1 FROM states WHERE status_then = 'open' AND next_p IS NOT NULL
+),
+daily AS (
+    SELECT
+        day,
+        sum(delta) FILTER (WHERE severity = 'critical') AS critical,
+        sum(delta) FILTER (WHERE severity = 'high') AS high,
+        sum(delta) FILTER (WHERE severity = 'medium') AS medium,
+        sum(delta) FILTER (WHERE severity = 'low') AS low,
+        sum(delta) FILTER (WHERE severity = 'info') AS info,
+        sum(delta) AS total
+    FROM deltas
+    GROUP BY day
+),
+days AS (
+    SELECT CAST(d AS DATE) AS day
+    FROM generate_series(
+        (SELECT CAST(min(p) AS DATE) FROM points),
+        -- Today, or later if the service's clock runs ahead of ours: the last row is always the state now.
+        (SELECT CAST(greatest(timezone('UTC', now()), max(p)) AS DATE) FROM points),
+        INTERVAL 1 DAY
+    ) AS t(d)
 )
 SELECT
     d.day,
-    count(*) FILTER (WHERE w.severity_then = 'critical') AS critical,
-    count(*) FILTER (WHERE w.severity_then = 'high') AS high,
-    count(*) FILTER (WHERE w.severity_then = 'medium') AS medium,
-    count(*) FILTER (WHERE w.severity_then = 'low') AS low,
-    count(*) FILTER (WHERE w.severity_then = 'info') AS info,
-    count(w.day) AS total
+    CAST(sum(coalesce(x.critical, 0)) OVER w AS BIGINT) AS critical,
+    CAST(sum(coalesce(x.high, 0)) OVER w AS BIGINT) AS high,
+    CAST(sum(coalesce(x.medium, 0)) OVER w AS BIGINT) AS medium,
+    CAST(sum(coalesce(x.low, 0)) OVER w AS BIGINT) AS low,
+    CAST(sum(coalesce(x.info, 0)) OVER w AS BIGINT) AS info,
+    CAST(sum(coalesce(x.total, 0)) OVER w AS BIGINT) AS total
 FROM days AS d
-LEFT JOIN with_status AS w ON w.day = d.day AND w.status_then = 'open'
-GROUP BY d.day
+LEFT JOIN daily AS x ON x.day = d.day
+WINDOW w AS (ORDER BY d.day)
 ORDER BY d.day;

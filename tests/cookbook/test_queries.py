@@ -96,6 +96,29 @@ def test_open_issues_by_day_is_in_utc_whatever_the_session_time_zone(history_db:
     assert far[: len(utc) - 1] == utc[:-1]
 
 
+def test_open_issues_by_day_last_row_is_now_even_when_the_service_clock_is_ahead(tmp_path: Path) -> None:
+    db = tmp_path / "ahead.duckdb"
+    with duckdb.connect(str(db)) as con:
+        for migration in sorted((sqlfiles.sql_dir() / "migrations").glob("*.sql")):
+            con.execute(migration.read_text(encoding="utf-8"))
+        con.executemany(
+            "INSERT INTO issues (workspace_id, id, project_id, target_id, severity, status, first_seen_at, fixed_at,"
+            " last_seen_at, first_observed_at, last_observed_at) VALUES ('w', ?, 'p', 't', ?, ?, ?, ?, ?, ?, ?)",
+            [
+                ("a", "high", "open", at(-1, 6), None, at(2), at(0), at(0)),
+                ("b", "low", "open", at(2, 3), None, at(2, 3), at(0), at(0)),  # "first seen" the day after tomorrow
+                ("c", "medium", "fixed", at(-1), at(1, 5), at(1, 5), at(0), at(0)),
+            ],
+        )
+    rows = run(db, "open_issues_by_day")
+    assert pick(rows, "day", "high", "medium", "low", "total") == [
+        (day(-1), 1, 1, 0, 2),
+        (day(0), 1, 1, 0, 2),
+        (day(1), 1, 0, 0, 1),
+        (day(2), 1, 0, 1, 2),
+    ]
+
+
 def test_time_to_fix_by_severity(history_db: Path) -> None:
     rows = run(history_db, "time_to_fix_by_severity")
     # critical: i02 2.5 days, i10 1.5 days -> mean 2.0, p90 1.5 + 0.9 * 1.0; medium: i04 2.0 days;
