@@ -53,19 +53,24 @@ class ScanningServiceResource(dg.ConfigurableResource):
 
 
 class HistoryResource(DuckDBResource):
-    """DuckDB history with the schema brought up to date on every connection."""
+    """DuckDB history with the schema brought up to date on every connection.
+
+    Unlike the stock resource, the connection is closed even when the asset fails (a leaked read-write
+    connection keeps the file locked for every other process), and a lock held by another writer is
+    waited for, then reported in one line.
+    """
+
+    lock_wait_seconds: float = 120.0
 
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        from pathlib import Path
+        from pipelines.storage import connect
 
-        from pipelines.storage import migrate
-
-        Path(self.database).parent.mkdir(parents=True, exist_ok=True)
-        with super().get_connection() as conn:
-            conn.execute("SET TimeZone = 'UTC'")
-            migrate(conn)
+        conn = connect(self.database, wait_seconds=self.lock_wait_seconds)
+        try:
             yield conn
+        finally:
+            conn.close()
 
 
 def default_resources() -> dict[str, object]:

@@ -58,14 +58,14 @@ def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: s
                         stats = client.stats.snapshot()
         except Exception as exc:
             try:  # best effort: the failure itself must surface even if the history cannot take the row
-                record_sync_run(conn, workspace_id=step.workspace_id, run_id=context.run_id, asset=name,
+                record_sync_run(conn, workspace_id=step.workspace_id, run_id=context.run.run_id, asset=name,
                                 started_at=started, finished_at=datetime.now(UTC), status="failure", stats=stats,
                                 error=f"{type(exc).__name__}: {exc}")
             except duckdb.Error:
                 context.log.warning("could not record the failed run of %s in sync_runs", name)
             raise
         finished = datetime.now(UTC)
-        record_sync_run(conn, workspace_id=step.workspace_id, run_id=context.run_id, asset=name,
+        record_sync_run(conn, workspace_id=step.workspace_id, run_id=context.run.run_id, asset=name,
                         started_at=started, finished_at=finished, status="success", stats=stats,
                         rows_written=step.rows_written)
         warnings = [w for r in step.merged for w in r.warnings]

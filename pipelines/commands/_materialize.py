@@ -39,7 +39,7 @@ def materialize_all(*, full_reconcile: bool = False) -> Outcome:
     )
     outcome = Outcome(success=result.success, run_id=result.run_id)
     for event in result.get_asset_materialization_events():
-        mat = event.asset_materialization
+        mat = event.event_specific_data.materialization
         outcome.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
     for event in result.get_step_failure_events():
         outcome.failed_step = event.step_key
