@@ -12,6 +12,7 @@ import csv
 import datetime as dt
 import decimal
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -55,7 +56,12 @@ def run(args: argparse.Namespace) -> int:
     except SqlCommandError as exc:
         print(f"scanwatch sql: {exc}", file=sys.stderr)
         return exc.code
-    write_result(columns, rows, args.format, sys.stdout)
+    try:
+        write_result(columns, rows, args.format, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `scanwatch sql ... | head` is normal use: the reader has what it wanted.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

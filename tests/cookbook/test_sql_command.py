@@ -171,3 +171,17 @@ def test_a_sync_holding_the_file_gets_a_clear_message(tmp_path: Path) -> None:
         holder.wait(timeout=30)
     after = scanwatch_sql("SELECT count(*) AS n FROM t", "--format", "csv", db=db)
     assert after.stdout.splitlines() == ["n", "0"]  # once the writer is gone, reading works
+
+
+def test_a_closed_pipe_is_not_an_error(history_db: Path) -> None:
+    """`scanwatch sql ... | head` must end quietly, not with a BrokenPipeError traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.cli", "sql", "SELECT * FROM range(2000000)", "--format", "csv",
+         "--db", str(history_db)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline() == b"range\n"
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == b""
