@@ -1,0 +1,120 @@
+"""Pieces of the end-to-end stack: processes with logs, a webhook receiver, Prometheus and Alertmanager configs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def poll(what: str, check: Callable[[], Any], timeout: float = 30.0, every: float = 0.2) -> Any:
+    """Call `check` until it returns something truthy; fail naming `what` (no fixed sleeps)."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except Exception as exc:  # a server still starting
+            last_error = exc
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last_error})")
+
+
+def get_json(url: str, params: dict | None = None, timeout: float = 5.0) -> Any:
+    if params:
+        url = f"{url}?{urllib.parse.urlencode(params)}"
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+def http_ok(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=2) as resp:
+        return resp.status == 200
+
+
+class Process:
+    """A child process whose output goes to a log file the failure message can quote."""
+
+    def __init__(self, name: str, args: list[str], log_dir: Path, env: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.log = log_dir / f"{name}.log"
+        self._fh = open(self.log, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(args, stdout=self._fh, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+
+    def tail(self, n: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self._fh.close()
+
+
+class WebhookReceiver:
+    """The Alertmanager webhook receiver: stores every notification body it is sent."""
+
+    def __init__(self) -> None:
+        self.notifications: list[dict] = []
+        received = self.notifications
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                received.append(json.loads(body or b"{}"))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/alerts"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def alerts(self, name: str, status: str = "firing") -> list[dict]:
+        return [a for n in list(self.notifications) for a in n.get("alerts", [])
+                if a["labels"].get("alertname") == name and a["status"] == status]
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def write_alertmanager_config(path: Path, webhook_url: str) -> None:
+    path.write_text(yaml.safe_dump({
+        "route": {"receiver": "test", "group_by": ["alertname", "project_id"], "group_wait": "1s",
+                  "group_interval": "1s", "repeat_interval": "1h"},
+        "receivers": [{"name": "test", "webhook_configs": [{"url": webhook_url, "send_resolved": True}]}],
+    }))
+
+
+def write_prometheus_config(path: Path, exporter: str, alertmanager: str) -> None:
+    """The shipped rule files as they are, with 1 s scrape and evaluation intervals to keep the test short."""
+    rules = sorted(str(p) for p in (ROOT / "prometheus" / "rules").glob("*.yml"))
+    path.write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": rules,
+        "alerting": {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]},
+        "scrape_configs": [{"job_name": "scanwatch", "static_configs": [{"targets": [exporter]}]}],
+    }))
