@@ -203,4 +203,8 @@ def test_new_critical_issue_fires_and_reaches_the_webhook(stack):
     assert alert["annotations"]["summary"].startswith("New critical issue in ")
     # The opt-in info series names the issue (by id only) so a responder can find it.
     assert stack.query(f'secscan_critical_issue_info{{issue_id="{issue.id}"}}')
+    # The sync ran while Prometheus scraped every second: no scrape failed, the snapshot stayed readable.
+    window = f"{int(time.monotonic() - started) + 5}s"
+    assert stack.query(f'min_over_time(up{{job="scanwatch"}}[{window}]) == 1')
+    assert stack.query(f"min_over_time(secscan_snapshot_readable[{window}]) == 1")
     print(f"new critical issue delivered {time.monotonic() - started:.1f}s after the second sync started")
