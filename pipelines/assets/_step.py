@@ -3,6 +3,8 @@ requests, record the run in `sync_runs` (the exporter's pipeline-health source) 
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +34,27 @@ class Step:
     @property
     def rows_written(self) -> int:
         return sum(r.rows_written for r in self.merged)
+
+
+_progress = logging.getLogger("scanwatch.progress")
+
+
+class Progress:
+    """Per-project progress of a long read, for `scanwatch sync` (stderr) and the Dagster run log."""
+
+    def __init__(self, what: str, total: int, client: ScanningClient):
+        self.what, self.total, self.client = what, total, client
+        self.done = self.items = 0
+        self._lock = threading.Lock()
+
+    def step(self, items: int) -> None:
+        with self._lock:
+            self.done += 1
+            self.items += items
+            stats = self.client.stats.snapshot()
+            _progress.info("%s: %d/%d projects, %d read, %d requests, %.0f s waited for the rate limit",
+                           self.what, self.done, self.total, self.items, stats["requests"],
+                           stats["waited_seconds"])
 
 
 def current_workspace(conn: duckdb.DuckDBPyConnection) -> str | None:

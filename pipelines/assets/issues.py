@@ -3,7 +3,7 @@
 import dagster as dg
 
 from pipelines.api import NotFoundError
-from pipelines.assets._step import sync_step
+from pipelines.assets._step import Progress, sync_step
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
 from pipelines.storage import merge_issues
@@ -31,12 +31,16 @@ def issues(
             "reconcile_seconds": config.full_reconcile_hours * 3600, "only": config.project_ids,
         }).fetchall()
 
+        progress = Progress("issues", len(todo), client)
+
         def read(project_id: str) -> list[dict] | None:
             try:
-                return client.list_issues(project_id)
+                found = client.list_issues(project_id)
             except NotFoundError:
                 context.log.warning("project %s vanished before its issues were read; skipped", project_id)
                 return None
+            progress.step(len(found))
+            return found
 
         lists = client.map(read, [pid for pid, _, _ in todo])
         done = [(pid, fp, full) for (pid, fp, full), got in zip(todo, lists, strict=True) if got is not None]

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from pipelines.api import NotFoundError
-from pipelines.assets._step import sync_step
+from pipelines.assets._step import Progress, sync_step
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
 from pipelines.storage import merge_scans
@@ -30,8 +30,10 @@ def scans(
             "SELECT id FROM scans WHERE status IN ('done', 'failed') AND workspace_id = ?", [step.workspace_id]
         ).fetchall()}
 
+        progress = Progress("scans", len(todo), client)
+
         def read(project_id: str) -> list[dict]:
-            found = []
+            found: list[dict] = []
             try:
                 for scan in client.iter_scans(project_id):
                     if scan.get("id") in finished:
@@ -39,6 +41,7 @@ def scans(
                     found.append(dict(scan, project_id=project_id))
             except NotFoundError:
                 context.log.warning("project %s vanished while its scans were read; skipped", project_id)
+            progress.step(len(found))
             return found
 
         fresh = [s for batch in client.map(read, [pid for pid, _ in todo]) for s in batch]

@@ -1,0 +1,52 @@
+"""The code location Dagster loads: the asset graph, its checks, schedules and the scan-finished sensor."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from tests.ingest.conftest import Oracle, run_sync
+
+
+def _defs():
+    from pipelines.definitions import defs
+
+    return defs
+
+
+def test_code_location_has_the_promised_graph(env):
+    defs = _defs()
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert keys == {"account", "projects", "targets", "scans", "issues", "metrics_snapshot"}
+    checks = {k.name for k in graph.asset_check_keys}
+    assert {"issue_ids_unique", "fixed_exactly_when_fixed_at", "last_seen_not_before_first_seen",
+            "issue_targets_exist", "no_issues_of_unverified_targets"} <= checks
+    schedules = {s.name: s for s in defs.schedules}
+    assert schedules["refresh_every_15_minutes"].cron_schedule == "*/15 * * * *"
+    assert schedules["scans_every_hour"].cron_schedule == "0 * * * *"
+    assert schedules["refresh_every_15_minutes"].default_status == dg.DefaultScheduleStatus.RUNNING
+    assert schedules["scheduled_scans_schedule"].default_status == dg.DefaultScheduleStatus.STOPPED
+    sensor = next(s for s in defs.sensors if s.name == "scan_finished_sensor")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    for job in ("sync_job", "refresh_job", "scans_job", "project_refresh_job", "scheduled_scans_job"):
+        defs.resolve_job_def(job)
+
+
+def test_sensor_asks_for_the_project_whose_scan_finished(sim, env):
+    from pipelines.resources import HistoryResource, ScanningServiceResource
+    from pipelines.sensors import scan_finished_sensor
+
+    oracle = Oracle(sim.base_url, sim.api_key)
+    target = oracle.walk("/projects")[1]["targets"][0]
+    scan = oracle.http.post(f"/targets/{target['id']}/scans", json={}, headers={"Idempotency-Key": "s-1"}).json()
+    assert run_sync().success  # the history now holds the scan as queued
+    resources = {"scanning_service": ScanningServiceResource(base_url=sim.base_url, api_key=sim.api_key),
+                 "history": HistoryResource(database=str(env))}
+    with dg.build_sensor_context(resources=resources) as ctx:
+        skipped = scan_finished_sensor(ctx)
+    assert isinstance(skipped, dg.SkipReason) and "still running" in skipped.skip_message
+    sim.advance(3600)
+    with dg.build_sensor_context(resources=resources) as ctx:
+        request = scan_finished_sensor(ctx)
+    assert isinstance(request, dg.RunRequest)
+    assert request.run_config["ops"]["issues"]["config"]["project_ids"] == [target["project_id"]]
