@@ -4,7 +4,11 @@ The budget (120 requests a minute per key) is shared with the service's agent se
 ``X-RateLimit-*`` headers of the latest answers. The pacer lets a request go only while the last reported
 ``Remaining``, minus the requests still in flight (their answers may not be counted in it yet), stays above a
 tiny reserve; once the budget is spent it sleeps until the reported reset plus a small margin rather than
-sending into a 429. A 429 or 503 with ``Retry-After`` blocks every thread until then.
+sending into a 429. A 429 with ``Retry-After`` blocks every thread until then.
+
+Within a window the first ``burst`` share of the limit goes out at once (a small sync finishes in seconds);
+the rest is spread evenly until the reset, so an agent server working alongside still finds budget instead of
+meeting 429s that our burst caused, and our own share adapts to what it spends.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ class Pacer:
         reserve: int = 1,
         margin: float = 0.2,
         max_pause: float = 65.0,
+        burst: float = 0.5,
     ) -> None:
         self._clock = clock
         self._sleep = sleep
@@ -54,6 +59,8 @@ class Pacer:
         self.reserve = reserve
         self.margin = margin
         self.max_pause = max_pause
+        self.burst = burst
+        self.last_send = float("-inf")
         self._cond = threading.Condition(threading.Lock())
         self.limit: int | None = None
         self.remaining: int | None = None  # as last reported, less answers seen without headers since
@@ -82,8 +89,9 @@ class Pacer:
         if self.remaining is None:
             # Nothing known yet: one probe at a time until the first headers arrive.
             return (0.0, False) if self.in_flight == 0 else (0.05, True)
-        if self.remaining - self.in_flight > self.reserve:
-            return 0.0, False
+        available = self.remaining - self.in_flight - self.reserve
+        if available > 0:
+            return self._spread(now, available), False
         if self.in_flight > 0:
             # Answers in flight carry fresher headers: wait for them rather than for the reset.
             return 0.05, True
@@ -92,6 +100,15 @@ class Pacer:
             self.blocked_until, self.remaining = now + 1.0, None
             return 1.0, False
         return min(self.max_pause, max(0.0, self.reset + self.margin - now)), False
+
+    def _spread(self, now: float, available: int) -> float:
+        """Past the burst share, one request per (time left / requests left): the budget lasts to the reset."""
+        if self.limit is None or self.reset is None:
+            return 0.0
+        if self.remaining - self.in_flight > self.limit * (1.0 - self.burst):
+            return 0.0
+        gap = max(0.0, self.reset - now) / (available + 1)  # the last one lands before the reset, not on it
+        return max(0.0, self.last_send + gap - now)
 
     # -- the protocol ------------------------------------------------------------------------------------------
 
@@ -102,6 +119,7 @@ class Pacer:
                 wait, for_answer = self._wait_needed(now)
                 if wait <= 0:
                     self.in_flight += 1
+                    self.last_send = now
                     return
                 if for_answer:
                     started = time.monotonic()

@@ -28,7 +28,7 @@ def test_first_request_is_a_single_probe() -> None:
 
 def test_remaining_minus_in_flight_above_reserve() -> None:
     clock = FakeClock(T)
-    pacer = Pacer(clock=clock.time, sleep=clock.sleep, reserve=1)
+    pacer = Pacer(clock=clock.time, sleep=clock.sleep, reserve=1, burst=1.0)
     pacer.acquire()
     pacer.release(headers(120, 4, T + 30))
     pacer.acquire()
@@ -47,6 +47,20 @@ def test_spent_budget_sleeps_until_reset_plus_margin() -> None:
     pacer.acquire()
     assert clock.sleeps == [pytest.approx(12.7)]
     assert pacer.remaining == 120  # rolled over: the whole limit presumed back
+
+
+def test_first_half_in_a_burst_then_spread_to_the_reset() -> None:
+    clock = FakeClock(T)
+    pacer = Pacer(clock=clock.time, sleep=clock.sleep, reserve=1, burst=0.5)
+    pacer.acquire()
+    pacer.release(headers(100, 80, T + 60))
+    assert pacer._wait_needed(clock.time()) == (0.0, False)  # 80 left of 100: still in the burst share
+    pacer.release(headers(100, 50, T + 60))
+    pacer.acquire()  # past the burst share: spaced by time left / (usable + 1) since the last send
+    assert clock.sleeps == [pytest.approx(60 / 50)]
+    pacer.release(headers(100, 49, T + 60))
+    wait, for_answer = pacer._wait_needed(clock.time())
+    assert not for_answer and wait == pytest.approx((T + 60 - clock.time()) / 49)
 
 
 def test_out_of_order_answers_keep_the_lowest_count_of_a_window() -> None:
