@@ -1,0 +1,230 @@
+"""Exporter benchmark: scrape latency and memory at the large world's series count.
+
+`python -m benchmarks.scrape [--quick]` (or the `python -m benchmarks` runner through `run(quick)`).
+Builds a history the size of the simulator's `--scale large` world directly in DuckDB (20 projects,
+200 targets, 50,000 issues with their events, 20,000 scans, a year of sync runs), times the snapshot build,
+then starts `scanwatch exporter` as a subprocess and scrapes it: once at rest, and once while a writer
+replaces the snapshot as fast as a sync loop could (every scrape then re-parses a new file). Prints a
+table and writes JSON to benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+LARGE = {"projects": 20, "targets": 200, "issues": 50_000, "scans": 20_000, "sync_runs": 6 * 24 * 30}
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def build_history(path: Path, scale: dict[str, int]):
+    """A synthetic history with the large world's shape, generated set-wise in SQL (seconds, not minutes)."""
+    import duckdb
+
+    conn = duckdb.connect(str(path))
+    for migration in sorted((ROOT / "sql" / "migrations").glob("*.sql")):
+        conn.execute(migration.read_text())
+    p, t, i, s, r = scale["projects"], scale["targets"], scale["issues"], scale["scans"], scale["sync_runs"]
+    conn.execute(f"""
+    INSERT INTO accounts SELECT 'ws-1', 'Acme Corp', 'pro', true, NULL, TIMESTAMPTZ '2026-10-15', TIMESTAMPTZ
+      '2026-11-14', 0, 50, 10, 25, {p}, 1, 20, '{{"full_audit": true, "repositories": true}}', '2026-10-13',
+      TIMESTAMPTZ '2026-01-01', TIMESTAMPTZ '2026-10-31 23:45:00+00';
+    INSERT INTO projects SELECT 'ws-1', 'p' || g, 'Project ' || g, 40 + g % 60, chr(CAST(65 + g % 5 AS INTEGER)),
+      0, g = 3, TIMESTAMPTZ '2026-10-31', TIMESTAMPTZ '2026-01-01', TIMESTAMPTZ '2026-10-31', NULL FROM range({p}) r(g);
+    INSERT INTO targets SELECT 'ws-1', 't' || g, 'p' || (g % {p}), CASE WHEN g % 10 = 0 THEN 'repository'
+      ELSE 'domain' END, 'site' || g || '.example.com', g % 7 <> 0, 30 + g % 70, chr(CAST(65 + g % 5 AS INTEGER)),
+      TIMESTAMPTZ '2026-10-31', CASE WHEN g % 7 = 0 THEN g % 13 END, TIMESTAMPTZ '2026-01-01',
+      TIMESTAMPTZ '2026-10-31', NULL FROM range({t}) r(g);
+    INSERT INTO scans SELECT 'ws-1', 's' || g, 't' || (g % {t}), 'p' || ((g % {t}) % {p}),
+      (['quick', 'audit', 'repository'])[1 + g % 3], CASE WHEN g % 20 = 0 THEN 'failed' WHEN g % 97 = 0
+      THEN 'queued' ELSE 'done' END, 50 + g % 50, 'C', (g % 100) / 100.0, false, false, NULL,
+      TIMESTAMPTZ '2026-10-31' - to_minutes(g * 26), TIMESTAMPTZ '2026-10-31' - to_minutes(g * 26 - 1),
+      TIMESTAMPTZ '2026-01-01', TIMESTAMPTZ '2026-10-31' FROM range({s}) r(g);
+    CREATE TEMP TABLE gen AS SELECT g, 'i' || g AS id, 'p' || ((g % {t}) % {p}) AS project_id, 't' || (g % {t})
+      AS target_id, (['critical', 'high', 'medium', 'low', 'info'])[1 + (g * 7) % 5 ] AS severity,
+      (['database', 'secrets', 'exposedFiles', 'personalData', 'vulnerableVersions', 'configuration',
+        'compliance', 'server', 'code'])[1 + g % 9] AS family,
+      CASE WHEN g % 3 = 0 THEN 'open' WHEN g % 11 = 0 THEN 'accepted_risk' WHEN g % 13 = 0 THEN 'false_positive'
+        ELSE 'fixed' END AS status,
+      TIMESTAMPTZ '2026-10-31' - to_minutes(g * 10) AS first_seen FROM range({i}) r(g);
+    INSERT INTO issues (workspace_id, id, project_id, target_id, address, control_id, family, severity, confidence,
+      status, title, explanation, detail, location, evidence, fix_unlocked, first_seen_at, last_seen_at, fixed_at,
+      first_observed_at, last_observed_at)
+      SELECT 'ws-1', id, project_id, target_id, 'x.example.com', 'ctl-' || (g % 150), family, severity,
+        'confirmed', status, 'title', 'e', 'd', '/', 'ev', false, first_seen, TIMESTAMPTZ '2026-10-31',
+        CASE WHEN status = 'fixed' THEN first_seen + to_hours(1 + g % 2000) END, first_seen,
+        TIMESTAMPTZ '2026-10-31' FROM gen;
+    INSERT INTO issue_events SELECT 'ws-1', id, project_id, target_id, severity, first_seen, 'opened', NULL, 'open'
+      FROM gen;
+    INSERT INTO issue_events SELECT 'ws-1', id, project_id, target_id, severity, first_seen + to_hours(1 + g % 2000),
+      'status_changed', 'open', status FROM gen WHERE status <> 'open';
+    INSERT INTO issue_events SELECT 'ws-1', id, project_id, target_id, severity, first_seen + to_hours(3000),
+      'reopened', 'fixed', 'open' FROM gen WHERE g % 3 = 0 AND g % 2 = 0;
+    INSERT INTO quota_snapshots SELECT 'ws-1', TIMESTAMPTZ '2026-10-31' - to_minutes(15 * g), q, 100, 40, 60,
+      TIMESTAMPTZ '2026-10-15', TIMESTAMPTZ '2026-11-14'
+      FROM range(200) r(g), (VALUES ('quick_scans'), ('audits'), ('fixes')) v(q);
+    INSERT INTO sync_runs SELECT 'ws-1', 'run' || (g // 6), (['account', 'projects', 'targets', 'issues', 'scans',
+      'metrics_snapshot'])[1 + g % 6], TIMESTAMPTZ '2026-10-31' - to_minutes(15 * (g // 6)),
+      TIMESTAMPTZ '2026-10-31' - to_minutes(15 * (g // 6)) + to_seconds(5), CASE WHEN g % 50 = 0 THEN 'failure'
+      ELSE 'success' END, 3, g % 2, CASE WHEN g % 40 = 0 THEN 1 ELSE 0 END, 100, 20, '2026-10-13', NULL
+      FROM range({r * 6}) r(g);
+    """)
+    return conn
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _rss_kib(pid: int) -> tuple[int, int]:
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+
+
+def _scrape(port: int) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/metrics")
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    if resp.status != 200:
+        raise RuntimeError(f"scrape answered {resp.status}")
+    return time.perf_counter() - started, body
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return {"median_ms": statistics.median(ordered) * 1000, "p99_ms": p99 * 1000, "max_ms": ordered[-1] * 1000}
+
+
+def run(quick: bool = False) -> dict:
+    """Run the benchmark; `quick` scrapes fewer times (same world size). Returns the figures as a dict."""
+    from pipelines.snapshot import build_snapshot, write_snapshot
+
+    scrapes = 40 if quick else 300
+    with tempfile.TemporaryDirectory(prefix="scanwatch-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        started = time.perf_counter()
+        conn = build_history(tmp / "history.duckdb", LARGE)
+        history_s = time.perf_counter() - started
+        started = time.perf_counter()
+        snapshot = build_snapshot(conn, now=NOW, critical_info_limit=50)
+        build_s = time.perf_counter() - started
+        conn.close()
+        snap_path = tmp / "metrics.json"
+        started = time.perf_counter()
+        write_snapshot(snapshot, snap_path)
+        write_s = time.perf_counter() - started
+        snapshot_bytes = snap_path.stat().st_size
+        port = _free_port()
+        env = {**os.environ, "SCANWATCH_SNAPSHOT": str(snap_path)}
+        proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "exporter", "--listen-address", "127.0.0.1",
+                                 "--port", str(port), "--critical-issue-info", "50"], env=env, cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    _, body = _scrape(port)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise RuntimeError("exporter did not start") from None
+                    time.sleep(0.1)
+            series = sum(1 for line in body.decode().splitlines() if line and not line.startswith("#"))
+            idle_rss, _ = _rss_kib(proc.pid)
+            at_rest = [_scrape(port)[0] for _ in range(scrapes)]
+            rest_rss, _ = _rss_kib(proc.pid)
+
+            stop = threading.Event()
+            writes = [0]
+
+            def writer() -> None:
+                # Alternate two documents so every replacement changes the file the exporter must re-parse.
+                variants = [snapshot, {**snapshot, "generated_at_seconds": snapshot["generated_at_seconds"] + 1}]
+                while not stop.is_set():
+                    write_snapshot(variants[writes[0] % 2], snap_path)
+                    writes[0] += 1
+                    time.sleep(0.05)
+
+            thread = threading.Thread(target=writer)
+            thread.start()
+            try:
+                under_writes = []
+                for _ in range(scrapes):
+                    elapsed, body = _scrape(port)
+                    under_writes.append(elapsed)
+                    if b"secscan_snapshot_readable 1.0" not in body:
+                        raise RuntimeError("a scrape saw an unreadable snapshot while the writer ran")
+            finally:
+                stop.set()
+                thread.join()
+            rss, hwm = _rss_kib(proc.pid)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    result = {
+        "benchmark": "scrape",
+        "quick": quick,
+        "world": LARGE,
+        "series": series,
+        "snapshot_bytes": snapshot_bytes,
+        "history_build_s": round(history_s, 2),
+        "snapshot_build_s": round(build_s, 3),
+        "snapshot_write_s": round(write_s, 3),
+        "scrapes": scrapes,
+        "at_rest": {k: round(v, 2) for k, v in _percentiles(at_rest).items()},
+        "under_writes": {k: round(v, 2) for k, v in _percentiles(under_writes).items()},
+        "snapshot_replacements": writes[0],
+        "exporter_rss_mib": {"idle": round(idle_rss / 1024, 1), "after_scrapes": round(rest_rss / 1024, 1),
+                             "under_writes": round(rss / 1024, 1), "peak": round(hwm / 1024, 1)},
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    _report(result)
+    return result
+
+
+def _report(result: dict) -> None:
+    rows = [
+        ("series per scrape", f"{result['series']:,}"),
+        ("snapshot size", f"{result['snapshot_bytes'] / 1024:,.0f} KiB"),
+        ("snapshot build (DuckDB, 50k issues)", f"{result['snapshot_build_s'] * 1000:,.0f} ms"),
+        ("scrape at rest: median / p99",
+         f"{result['at_rest']['median_ms']:.1f} / {result['at_rest']['p99_ms']:.1f} ms"),
+        ("scrape under snapshot replacement: median / p99",
+         f"{result['under_writes']['median_ms']:.1f} / {result['under_writes']['p99_ms']:.1f} ms"),
+        ("snapshot replacements during the run", str(result["snapshot_replacements"])),
+        ("exporter RSS idle / under writes / peak",
+         "{idle} / {under_writes} / {peak} MiB".format(**result["exporter_rss_mib"])),
+    ]
+    width = max(len(k) for k, _ in rows)
+    print(f"scanwatch exporter benchmark ({result['scrapes']} scrapes per phase, large world)")
+    for key, value in rows:
+        print(f"  {key:<{width}}  {value}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"scrape-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"  written to {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    run(quick="--quick" in sys.argv[1:])
