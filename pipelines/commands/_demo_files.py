@@ -6,9 +6,11 @@ A wheel carries `dagster.yaml` as `pipelines/_dagster.yaml` and `prometheus/` as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,3 +124,25 @@ def write_prometheus_config(dirs: DemoDirs, exporter_port: int) -> list[Path]:
     }
     dirs.prometheus_config.write_text("# written by `scanwatch demo`\n" + json.dumps(config, indent=2) + "\n")
     return rules
+
+
+_INSTANCE_DBS = ("history/runs.db", "history/runs/index.db", "schedules/schedules.db")
+
+
+def instance_initialised(dagster_home: Path) -> bool:
+    """Whether a process has created and stamped the Dagster instance's SQLite storage.
+
+    Two processes creating a fresh instance at once leave two alembic heads and the code server then
+    refuses to load, so `dagster dev` starts only once the first sync has created the storage.
+    """
+    for name in _INSTANCE_DBS:
+        path = dagster_home / name
+        if not path.exists():
+            return False
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.5)) as conn:
+                if conn.execute("SELECT count(*) FROM alembic_version").fetchone()[0] != 1:
+                    return False
+        except sqlite3.Error:
+            return False
+    return True

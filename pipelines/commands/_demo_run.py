@@ -13,9 +13,16 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from pipelines.commands._demo_files import DemoDirs, DemoSetupError, prepare, write_prometheus_config
+from pipelines.commands._demo_files import (
+    DemoDirs,
+    DemoSetupError,
+    instance_initialised,
+    prepare,
+    write_prometheus_config,
+)
 from pipelines.commands._procs import Child, ChildFailed, Children, http_status, port_in_use, wait_until
 
 DEMO_REFRESH_CRON = "*/2 * * * *"
@@ -55,11 +62,11 @@ class Demo:
             return
         raise _Stop(signal.Signals(signum).name)
 
-    def _start(self, name: str, argv: list[str], env: dict[str, str]) -> Child:
+    def _start(self, name: str, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> Child:
         assert self.children is not None
         self._critical = True
         try:
-            return self.children.start(name, argv, env)
+            return self.children.start(name, argv, env, cwd=cwd)
         finally:
             self._critical = False
             if self._pending_stop:
@@ -136,24 +143,40 @@ class Demo:
         say(f"scanwatch demo: data in {dirs.root}, logs in {dirs.logs}")
         base_url, api_key = self._simulator(dirs)
         env = self._env(dirs, base_url, api_key)
-        if not self._first_sync(env):
+        # dagster dev takes 10 to 30 s to answer: it boots while the first sync runs, as soon as the sync has
+        # created the instance's storage (both creating it at once breaks it).
+        dagster: list[Child] = []
+
+        def start_dagster_when_ready(sync_done: bool) -> None:
+            if not a.no_dagster and not dagster and (sync_done or instance_initialised(dirs.dagster_home)):
+                dagster.append(self._start_dagster(dirs, env))
+
+        if not self._first_sync(env, start_dagster_when_ready):
             return 1
+        start_dagster_when_ready(True)
         metrics_url = f"http://127.0.0.1:{a.exporter_port}/metrics"
         exporter = self._start("exporter", [self.python, "-m", "pipelines.cli", "exporter", "--port",
                                             str(a.exporter_port), "--listen-address", "127.0.0.1"], env)
         wait_until(lambda: http_status(metrics_url) == 200, exporter, "/metrics", timeout=30)
         say(f"  exporter    {metrics_url}")
-        dagster_url = None
-        if not a.no_dagster:
-            dagster_url = f"http://127.0.0.1:{a.dagster_port}"
-            say("  dagster     starting the UI, daemon and code server (about 10 s)…")
-            dagster = self._start("dagster", [self.python, "-m", "dagster", "dev", "-m", "pipelines.definitions",
-                                              "-p", str(a.dagster_port), "-h", "127.0.0.1"], env)
-            wait_until(lambda: http_status(f"{dagster_url}/server_info") == 200, dagster, "/server_info", timeout=120)
-            say(f"  dagster     {dagster_url}")
         prometheus_url = self._prometheus(dirs, env)
+        dagster_url = None
+        if dagster:
+            dagster_url = f"http://127.0.0.1:{a.dagster_port}"
+            wait_until(lambda: http_status(f"{dagster_url}/server_info") == 200, dagster[0], "/server_info",
+                       timeout=120)
+            say(f"  dagster     {dagster_url}")
         self._print_guide(dirs, base_url, api_key, metrics_url, dagster_url, prometheus_url)
         return self._watch()
+
+    def _start_dagster(self, dirs: DemoDirs, env: dict[str, str]) -> Child:
+        say("  dagster     starting the UI, daemon and code server in the background…")
+        # Run from the data folder so a dagster.yaml in the caller's folder does not draw a warning; the package
+        # stays importable from there through PYTHONPATH even when scanwatch runs from an uninstalled checkout.
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(env, PYTHONPATH=os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p))
+        return self._start("dagster", [self.python, "-m", "dagster", "dev", "-m", "pipelines.definitions",
+                                       "-p", str(self.args.dagster_port), "-h", "127.0.0.1"], env, cwd=dirs.root)
 
     def _simulator(self, dirs: DemoDirs) -> tuple[str, str]:
         a = self.args
@@ -179,7 +202,7 @@ class Demo:
         say(f"  simulator   {base_url}  (key {mask(found['key'])}, scale small, seed {a.seed})")
         return base_url, found["key"]
 
-    def _first_sync(self, env: dict[str, str]) -> bool:
+    def _first_sync(self, env: dict[str, str], on_tick: Callable[[bool], None]) -> bool:
         """Through Dagster with DAGSTER_HOME set, so this run is the first one listed in the UI."""
         say("  sync        first sync of the simulated workspace…")
         child = self._start("sync", [self.python, "-m", "pipelines.cli", "sync"], env)
@@ -201,6 +224,7 @@ class Demo:
             shown = len(lines)
             if done:
                 break
+            on_tick(False)
             time.sleep(0.25)
         assert self.children is not None
         self.children.items.remove(child)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 import signal
 import socket
@@ -43,6 +44,7 @@ class Child:
             text = self.log.read_text(errors="replace")
         except OSError:
             return ""
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # dagster colours its log lines
         return "\n".join("    " + line for line in text.rstrip().splitlines()[-lines:])
 
 
@@ -62,7 +64,7 @@ class Children:
         self.items: list[Child] = []
         self._prefix: list[str] | None = None
 
-    def start(self, name: str, argv: list[str], env: dict[str, str]) -> Child:
+    def start(self, name: str, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> Child:
         if self._prefix is None:
             self._prefix = _default_signal_prefix()
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -70,7 +72,7 @@ class Children:
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 [*self._prefix, *argv], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                env=env, start_new_session=True,
+                env=env, cwd=cwd, start_new_session=True,
             )
         child = Child(name=name, proc=proc, log=log)
         self.items.append(child)
