@@ -38,7 +38,7 @@ def test_sensor_asks_for_the_project_whose_scan_finished(sim, env):
 
     oracle = Oracle(sim.base_url, sim.api_key)
     target = oracle.walk("/projects")[1]["targets"][0]
-    scan = oracle.http.post(f"/targets/{target['id']}/scans", json={}, headers={"Idempotency-Key": "s-1"}).json()
+    oracle.http.post(f"/targets/{target['id']}/scans", json={}, headers={"Idempotency-Key": "s-1"}).raise_for_status()
     assert run_sync().success  # the history now holds the scan as queued
     resources = {"scanning_service": ScanningServiceResource(base_url=sim.base_url, api_key=sim.api_key),
                  "history": HistoryResource(database=str(env))}
