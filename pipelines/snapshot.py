@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipelines._killpoints import killpoint
+
 if TYPE_CHECKING:  # duckdb stays out of the exporter's imports
     import duckdb
 
@@ -121,11 +123,15 @@ def write_snapshot(snapshot: dict, path: Path) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fh.write(data[: len(data) // 2])
+            killpoint("snapshot.mid_write")
+            fh.write(data[len(data) // 2 :])
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
+        killpoint("snapshot.before_replace")
         os.replace(tmp, path)
+        killpoint("snapshot.replaced")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from pipelines._killpoints import killpoint
 from pipelines.api import NotFoundError
 from pipelines.assets._step import Progress, sync_step
 from pipelines.resources import HistoryResource, ScanningServiceResource
@@ -34,6 +35,7 @@ def issues(
         progress = Progress("issues", len(todo), client)
 
         def read(project_id: str) -> list[dict] | None:
+            killpoint("issues.paging")
             try:
                 found = client.list_issues(project_id)
             except NotFoundError:

@@ -5,6 +5,7 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines import settings
+from pipelines._killpoints import killpoint
 from pipelines.assets._step import sync_step
 from pipelines.resources import HistoryResource
 from pipelines.snapshot import build_snapshot, write_snapshot
@@ -36,6 +37,7 @@ def metrics_snapshot(
             sla_days={"critical": config.sla_days_critical, "high": config.sla_days_high,
                       "medium": config.sla_days_medium, "low": config.sla_days_low},
         )
+    killpoint("snapshot.built")
     write_snapshot(snapshot, path)
     return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path)),
                                           "bytes": path.stat().st_size, **step.metadata})

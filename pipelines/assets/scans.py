@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from pipelines._killpoints import killpoint
 from pipelines.api import NotFoundError
 from pipelines.assets._step import Progress, sync_step
 from pipelines.resources import HistoryResource, ScanningServiceResource
@@ -39,6 +40,7 @@ def scans(
                     if scan.get("id") in finished:
                         break
                     found.append(dict(scan, project_id=project_id))
+                    killpoint("scans.paging")
             except NotFoundError:
                 context.log.warning("project %s vanished while its scans were read; skipped", project_id)
             progress.step(len(found))
@@ -59,6 +61,7 @@ def scans(
 
         fresh += [s for s in client.map(reread, pending) if s]
         result = step.add(merge_scans(conn, step.workspace_id, fresh, now=step.now))
+        killpoint("scans.before_state")
         record_scans_state(conn, step.workspace_id, todo, step.now)
         step.metadata.update({"projects_read": len(todo), "scans_upserted": result.rows["scans"],
                               "queued_rechecked": len(pending)})

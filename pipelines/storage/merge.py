@@ -17,6 +17,7 @@ from datetime import datetime
 
 import duckdb
 
+from pipelines._killpoints import killpoint
 from pipelines.sqlfiles import read_sql
 from pipelines.storage.entities import ACCOUNT, ISSUE, KNOWN_VALUES, PROJECT, SCAN, TARGET, Entity
 
@@ -53,6 +54,7 @@ def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[di
                 for rec in records:
                     fh.write(json.dumps(rec, separators=(",", ":")))
                     fh.write("\n")
+            killpoint("merge.staged")
             spec = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in entity.columns) + "}"
             conn.execute(f"INSERT INTO {raw} SELECT * FROM read_json(?, format='newline_delimited', columns={spec})",
                          [path])
@@ -109,7 +111,12 @@ class _Transaction:
         return self.conn
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type:
+            self.conn.execute("ROLLBACK")
+            return
+        killpoint("merge.before_commit")
+        self.conn.execute("COMMIT")
+        killpoint("merge.after_commit")
 
 
 def _count(conn: duckdb.DuckDBPyConnection, sql: str, params: Iterable = ()) -> int:
