@@ -27,7 +27,14 @@ from tests.e2e.stack import (
     write_alertmanager_config,
     write_prometheus_config,
 )
-from tests.grafana.queries import METRIC, alert_queries, dashboard_queries, substitute, variable_to_api
+from tests.grafana.queries import (
+    METRIC,
+    alert_queries,
+    dashboard_queries,
+    substitute,
+    variable_to_api,
+    variable_values,
+)
 from tests.prometheus.tools import ALERTMANAGER_NAMES, free_port, require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -125,6 +132,8 @@ def test_exporter_serves_the_synced_history(stack):
     (readable,) = stack.query("secscan_snapshot_readable")
     assert readable["value"][1] == "1"
     assert stack.query('secscan_sync_last_success_timestamp_seconds{workspace!=""}')
+    (age,) = stack.query("secscan_snapshot_age_seconds")
+    assert 0 <= float(age["value"][1]) < 600  # the sync stamps the snapshot with wall-clock time
 
 
 def test_every_dashboard_and_rule_expression_evaluates_with_data(stack):
@@ -148,7 +157,13 @@ def test_every_dashboard_and_rule_expression_evaluates_with_data(stack):
             path, params = variable_to_api(expr)
             body = get_json(stack.prom_url + path, params)
             assert body["status"] == "success", (q, body)
-            assert body["data"], (q.source, q.title)
+            data = body["data"]["result"] if "result" in body["data"] else body["data"]
+            values = variable_values(data, q.regex)
+            assert values, (q.source, q.title)
+            if q.title == "project_id":  # the drill-down's picker yields real project ids
+                assert set(values) == {r["project_id"] for r in snap["tables"]["projects"]}
+            if q.title == "workspace":
+                assert set(values) == {w["workspace"] for w in snap["tables"]["workspaces"]}
             continue
         if not stack.query(expr):
             empty.append((q.source, q.title, expr))

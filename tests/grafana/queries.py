@@ -22,6 +22,7 @@ class Query:
     title: str  # panel title, variable name or rule name
     expr: str
     kind: str  # "panel", "variable", "alert", "record"
+    regex: str = ""  # a variable's regex
 
 
 def load_dashboards() -> dict[str, dict]:
@@ -44,7 +45,7 @@ def dashboard_queries() -> list[Query]:
                 found.append(Query(uid, p["title"], t["expr"], "panel"))
         for v in dash["templating"]["list"]:
             if v["type"] == "query":
-                found.append(Query(uid, v["name"], v["definition"], "variable"))
+                found.append(Query(uid, v["name"], v["definition"], "variable", v.get("regex") or ""))
     return found
 
 
@@ -82,3 +83,26 @@ def variable_to_api(definition: str) -> tuple[str, dict]:
     if m:
         return "/api/v1/query", {"query": m.group(1)}
     raise ValueError(f"unsupported variable query {definition!r}")
+
+
+def variable_values(definition_result: list, regex: str) -> list[str]:
+    """Values Grafana derives from a query_result answer: each series rendered as Grafana renders it
+    (`name{k="v",...} value ts`), then the variable's regex applied (its `value` group when named)."""
+    pattern = None
+    if regex:
+        pattern = re.compile(regex.strip("/").replace("(?<", "(?P<"))
+    out = []
+    for item in definition_result:
+        if isinstance(item, str):  # label_values answers plain strings
+            text = item
+        else:
+            labels = dict(item["metric"])
+            name = labels.pop("__name__", "")
+            text = name + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" + f" {item['value'][1]}"
+        if pattern is None:
+            out.append(text)
+            continue
+        m = pattern.search(text)
+        if m:
+            out.append(m.groupdict().get("value") or m.group(1) if m.groups() else m.group(0))
+    return out
