@@ -74,25 +74,48 @@ class SecscanCollector:
         self.source = source
         self.critical_info_limit = max(0, critical_info_limit)
         self.clock = clock
+        self._good_doc: dict | None = None  # the last document that rendered without error
+        self._bad_doc: dict | None = None
+        self._render_errors = 0
 
     def describe(self) -> Iterable[Metric]:
         return []  # families depend on the snapshot; nothing to pre-declare
 
     def collect(self) -> Iterator[Metric]:
         state = self.source.get()
+        data, malformed = None, False
+        if state.doc is not None:
+            data = self._render(state.doc)
+            if data is None:  # parsed, but not what this version expects: serve the last good one instead
+                malformed = True
+                if state.doc is not self._bad_doc:
+                    self._bad_doc = state.doc
+                    self._render_errors += 1
+                if self._good_doc is not None and self._good_doc is not state.doc:
+                    data = self._render(self._good_doc)
+            else:
+                self._good_doc = state.doc
+        head = _Families()
+        head.gauge("secscan_snapshot_readable", "1 when the current snapshot file could be read and parsed, 0 "
+                   "when the exporter is serving the last good copy (or nothing).", [], [],
+                   1 if state.readable and not malformed else 0)
+        head.counter("secscan_snapshot_load_errors", "Snapshot files that could not be loaded since the exporter "
+                     "started.", [], [], state.load_errors + self._render_errors)
+        yield from head.items.values()
+        if data is not None:
+            yield from data.items.values()
+
+    def _render(self, doc: dict) -> _Families | None:
         f = _Families()
-        f.gauge("secscan_snapshot_readable", "1 when the current snapshot file could be read and parsed, 0 when "
-                "the exporter is serving the last good copy (or nothing).", [], [], 1 if state.readable else 0)
-        f.counter("secscan_snapshot_load_errors", "Snapshot files that could not be loaded since the exporter "
-                  "started.", [], [], state.load_errors)
-        doc = state.doc
-        if doc is not None:
+        try:
             f.gauge("secscan_snapshot_generated_timestamp_seconds", "When the pipeline built the snapshot being "
                     "served.", [], [], doc.get("generated_at_seconds"))
             f.gauge("secscan_snapshot_age_seconds", "Seconds since the pipeline built the snapshot being served.",
                     [], [], self.clock() - float(doc.get("generated_at_seconds") or 0))
             self._collect_doc(doc, f)
-        yield from f.items.values()
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        return f
 
     def _collect_doc(self, doc: dict, f: _Families) -> None:
         tables: dict[str, list[dict]] = doc.get("tables", {})

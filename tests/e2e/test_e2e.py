@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,7 @@ class Stack:
             "SCANWATCH_DB": str(tmp / "history.duckdb"), "SCANWATCH_SNAPSHOT": str(tmp / "metrics.json"),
         })
         self.processes: list[Process] = []
-        self.prom_url = ""
+        self.prom_url = self.exporter_url = ""
 
     def sync(self) -> None:
         result = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], env=self.env, cwd=ROOT,
@@ -102,6 +103,7 @@ def stack(tmp_path_factory):
                                     f"--storage.tsdb.path={tmp / 'prom'}",
                                     f"--web.listen-address=127.0.0.1:{prom_port}"])
             st.prom_url = f"http://127.0.0.1:{prom_port}"
+            st.exporter_url = f"http://127.0.0.1:{exp_port}/metrics"
             poll("the exporter", lambda: http_ok(f"http://127.0.0.1:{exp_port}/metrics"))
             poll("Alertmanager ready", lambda: http_ok(f"http://127.0.0.1:{am_port}/-/ready"))
             # A new target shows up after a few seconds; then wait for several scrapes so rates have samples.
@@ -132,6 +134,11 @@ def test_exporter_serves_the_synced_history(stack):
     (readable,) = stack.query("secscan_snapshot_readable")
     assert readable["value"][1] == "1"
     assert stack.query('secscan_sync_last_success_timestamp_seconds{workspace!=""}')
+    # promtool's linter accepts the exposition of real data (names, help, types, label values)
+    with urllib.request.urlopen(stack.exporter_url, timeout=10) as resp:
+        exposition = resp.read()
+    lint = subprocess.run([require("promtool"), "check", "metrics"], input=exposition, capture_output=True)
+    assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout + lint.stderr
     (age,) = stack.query("secscan_snapshot_age_seconds")
     assert 0 <= float(age["value"][1]) < 600  # the sync stamps the snapshot with wall-clock time
 

@@ -271,3 +271,23 @@ def test_exporter_command_does_not_import_duckdb_or_dagster():
             "import exporters.server; print(sorted(m for m in ('duckdb', 'dagster') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_snapshot_that_parses_but_is_malformed_never_fails_a_scrape(snap_path, snapshot):
+    from prometheus_client import CollectorRegistry
+
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(SecscanCollector(SnapshotSource(snap_path)))
+    assert value(samples(generate_latest(reg).decode()), "secscan_snapshot_readable") == 1
+    broken = json.loads(json.dumps(snapshot))
+    del broken["tables"]["projects"][0]["project_id"]  # e.g. written by a mismatched build
+    write_snapshot(broken, snap_path)
+    for _ in range(2):
+        s = samples(generate_latest(reg).decode())
+        assert value(s, "secscan_snapshot_readable") == 0
+        assert value(s, "secscan_snapshot_load_errors_total") == 1
+        assert value(s, "secscan_project_score", project_id="p1") == 72  # the last good document
+    fresh = CollectorRegistry(auto_describe=False)
+    fresh.register(SecscanCollector(SnapshotSource(snap_path)))
+    s = samples(generate_latest(fresh).decode())  # nothing good seen yet: only the health series
+    assert value(s, "secscan_snapshot_readable") == 0 and "secscan_project_score" not in s
