@@ -338,7 +338,8 @@ def grafana_alert_rules() -> dict:
                 "labels": dict(rule["labels"]),
                 "annotations": {
                     "summary": ann["summary"].strip(),
-                    "description": ann["description"].strip(),
+                    # Grafana's $value is a text rendering of every query; the number is $values.B.Value.
+                    "description": ann["description"].replace("$value", "$values.B.Value").strip(),
                     "runbook": ann["runbook"].strip(),
                     "__dashboardUid__": "scanwatch-project",
                 },
