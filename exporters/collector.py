@@ -8,6 +8,7 @@ survive exporter restarts without resets, and their zero cells are present befor
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -77,6 +78,7 @@ class SecscanCollector:
         self._good_doc: dict | None = None  # the last document that rendered without error
         self._bad_doc: dict | None = None
         self._render_errors = 0
+        self._lock = threading.Lock()  # concurrent scrapes share the bookkeeping above
 
     def describe(self) -> Iterable[Metric]:
         return []  # families depend on the snapshot; nothing to pre-declare
@@ -86,21 +88,26 @@ class SecscanCollector:
         data, malformed = None, False
         if state.doc is not None:
             data = self._render(state.doc)
-            if data is None:  # parsed, but not what this version expects: serve the last good one instead
-                malformed = True
-                if state.doc is not self._bad_doc:
-                    self._bad_doc = state.doc
-                    self._render_errors += 1
-                if self._good_doc is not None and self._good_doc is not state.doc:
-                    data = self._render(self._good_doc)
-            else:
-                self._good_doc = state.doc
+            with self._lock:
+                if data is None:  # parsed, but not what this version expects: serve the last good one instead
+                    malformed = True
+                    if state.doc is not self._bad_doc:
+                        self._bad_doc = state.doc
+                        self._render_errors += 1
+                    fallback = self._good_doc if self._good_doc is not state.doc else None
+                else:
+                    self._good_doc, fallback = state.doc, None
+                errors = self._render_errors
+            if fallback is not None:
+                data = self._render(fallback)
+        else:
+            errors = self._render_errors
         head = _Families()
         head.gauge("secscan_snapshot_readable", "1 when the current snapshot file could be read and parsed, 0 "
                    "when the exporter is serving the last good copy (or nothing).", [], [],
                    1 if state.readable and not malformed else 0)
         head.counter("secscan_snapshot_load_errors", "Snapshot files that could not be loaded since the exporter "
-                     "started.", [], [], state.load_errors + self._render_errors)
+                     "started.", [], [], state.load_errors + errors)
         yield from head.items.values()
         if data is not None:
             yield from data.items.values()
