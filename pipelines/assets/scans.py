@@ -21,8 +21,9 @@ def scans(
     scanning_service: ScanningServiceResource, history: HistoryResource,
 ) -> dg.MaterializeResult:
     """One row per scan ever seen. Lists are newest first, so each moved project is read only down to the
-    first scan the history already holds as finished; scans still queued in the history are re-read one by
-    one. A project that has not moved since its last read costs no request."""
+    first scan the history already holds as finished (and past the scans sharing its created_at); scans still
+    queued in the history are re-read one by one. A project that has not moved since its last read costs no
+    request."""
     with sync_step(context, "scans", history, scanning_service) as step:
         conn, client = step.conn, step.client
         todo = conn.execute(read_sql("sync/scan_projects.sql"),
@@ -35,10 +36,16 @@ def scans(
 
         def read(project_id: str) -> list[dict]:
             found: list[dict] = []
+            # Newest first, but scans started together share their created_at and tie in any order: stop
+            # only past the instant of the first known finished scan, never inside it.
+            stop_before: object = None
             try:
                 for scan in client.iter_scans(project_id):
-                    if scan.get("id") in finished:
+                    if stop_before is not None and scan.get("created_at") != stop_before:
                         break
+                    if scan.get("id") in finished:
+                        stop_before = scan.get("created_at") or ""
+                        continue
                     found.append(dict(scan, project_id=project_id))
                     killpoint("scans.paging")
             except NotFoundError:
