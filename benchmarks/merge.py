@@ -13,7 +13,6 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -69,12 +68,6 @@ def load_plain(rows: list[dict[str, Any]], workdir: Path) -> float:
         conn.close()
 
 
-def _timed(fn: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
-
-
 def measure(rows: list[dict[str, Any]], workspace_id: str, workdir: Path, repeats: int = 3) -> list[Figure]:
     now = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
     later = now + timedelta(hours=1)
@@ -87,7 +80,9 @@ def measure(rows: list[dict[str, Any]], workspace_id: str, workdir: Path, repeat
         conn = connect(db)
         try:
             with peak_rss() as first_mem:
-                first_s.append(_timed(lambda: merge_issues(conn, workspace_id, rows, now=now)))
+                started = time.perf_counter()
+                merge_issues(conn, workspace_id, rows, now=now)
+                first_s.append(time.perf_counter() - started)
             with peak_rss() as resync_mem:
                 started = time.perf_counter()
                 result = merge_issues(conn, workspace_id, resync_rows, now=later)

@@ -14,7 +14,8 @@ import time
 from benchmarks.figures import Figure
 
 COMMANDS = {
-    "startup_import_definitions": ("`import pipelines.definitions`", [sys.executable, "-c", "import pipelines.definitions"]),
+    "startup_import_definitions": ("`import pipelines.definitions`",
+                                   [sys.executable, "-c", "import pipelines.definitions"]),
     "startup_sync_help": ("`scanwatch sync --help`", [sys.executable, "-m", "pipelines.cli", "sync", "--help"]),
     "startup_cli_help": ("`scanwatch --help` (no Dagster)", [sys.executable, "-m", "pipelines.cli", "--help"]),
 }

@@ -16,9 +16,9 @@ from typing import Any
 os.environ.setdefault("RUNTIME__DLTHUB_TELEMETRY", "false")  # no traffic but to the simulator
 os.environ.setdefault("RUNTIME__LOG_LEVEL", "WARNING")
 
-import dlt  # noqa: E402
-from dlt.sources.helpers.rest_client.paginators import BasePaginator  # noqa: E402
-from dlt.sources.rest_api import rest_api_source  # noqa: E402
+import dlt
+from dlt.sources.helpers.rest_client.paginators import BasePaginator
+from dlt.sources.rest_api import rest_api_source
 
 DATASET = "secscan"
 
@@ -82,20 +82,18 @@ def history(workdir: str, ids: dict[str, list[str]]) -> dict[str, Any]:
     try:
         t = f"{DATASET}.issues"
         live = "(_dlt_valid_to IS NULL OR _dlt_valid_to >= TIMESTAMP '9999-01-01')"
+        c_live, o_old = live.replace("_dlt", "c._dlt"), "NOT " + live.replace("_dlt", "o._dlt")
         loads = [r[0] for r in conn.execute(f"SELECT DISTINCT _dlt_valid_from FROM {t} ORDER BY 1").fetchall()]
         last = loads[-1]
+        # A change shows as the live version, written by the last load, against a retired older version.
+        pair = (f"SELECT count(DISTINCT c.id) FROM {t} c JOIN {t} o ON o.id = c.id AND {o_old} WHERE {c_live} "
+                "AND c._dlt_valid_from = ? AND c.id IN (SELECT unnest(?)) AND ")
         checks = {
             "new": f"SELECT count(*) FROM {t} c WHERE {live} AND NOT EXISTS (SELECT 1 FROM {t} o WHERE o.id = c.id "
                    "AND o._dlt_valid_from < ?) AND c.id IN (SELECT unnest(?))",
-            "fixed": f"SELECT count(DISTINCT c.id) FROM {t} c JOIN {t} o ON o.id = c.id AND NOT ({live.replace('_dlt', 'o._dlt')}) "
-                     f"WHERE {live.replace('_dlt', 'c._dlt')} AND c.status = 'fixed' AND o.status <> 'fixed' "
-                     "AND c._dlt_valid_from = ? AND c.id IN (SELECT unnest(?))",
-            "reopened": f"SELECT count(DISTINCT c.id) FROM {t} c JOIN {t} o ON o.id = c.id AND NOT ({live.replace('_dlt', 'o._dlt')}) "
-                        f"WHERE {live.replace('_dlt', 'c._dlt')} AND c.status <> 'fixed' AND o.status = 'fixed' "
-                        "AND c._dlt_valid_from = ? AND c.id IN (SELECT unnest(?))",
-            "severity_changed": f"SELECT count(DISTINCT c.id) FROM {t} c JOIN {t} o ON o.id = c.id "
-                                f"AND NOT ({live.replace('_dlt', 'o._dlt')}) WHERE {live.replace('_dlt', 'c._dlt')} "
-                                "AND c.severity <> o.severity AND c._dlt_valid_from = ? AND c.id IN (SELECT unnest(?))",
+            "fixed": pair + "c.status = 'fixed' AND o.status <> 'fixed'",
+            "reopened": pair + "c.status <> 'fixed' AND o.status = 'fixed'",
+            "severity_changed": pair + "c.severity <> o.severity",
         }
         found = {k: conn.execute(sql, [last, ids.get(k, [])]).fetchall()[0][0] for k, sql in checks.items()}
         new_versions = conn.execute(f"SELECT count(*) FROM {t} WHERE _dlt_valid_from = ?", [last]).fetchall()[0][0]
