@@ -133,6 +133,8 @@ class Demo:
             "SCANWATCH_REFRESH_CRON": DEMO_REFRESH_CRON,
             "SCANWATCH_SCANS_CRON": DEMO_SCANS_CRON,
             "PYTHONUNBUFFERED": "1",
+            # Names the demo that owns a process, so a leftover can always be traced to its demo.
+            "SCANWATCH_DEMO_DIR": str(dirs.root),
             # Children find dagster, uvicorn and scanwatch beside this interpreter even without an activated venv.
             "PATH": os.pathsep.join([str(Path(self.python).parent), env.get("PATH", "")]),
         })
@@ -184,7 +186,10 @@ class Demo:
                 "--seed", str(a.seed), "--scale", "small", "--clock", "real", "--control"]
         if a.autopilot and a.autopilot > 0:
             argv += ["--autopilot", f"{a.autopilot:g}"]
-        child = self._start("simulator", argv, dict(os.environ, PYTHONUNBUFFERED="1"))
+        # The simulator needs none of the caller's SCANWATCH_* settings, least of all a real workspace's key.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_")}
+        env.update(PYTHONUNBUFFERED="1", SCANWATCH_DEMO_DIR=str(dirs.root))
+        child = self._start("simulator", argv, env)
         found: dict[str, str] = {}
 
         def announced() -> bool:
@@ -261,14 +266,15 @@ class Demo:
         say(f"scanwatch demo is up ({elapsed:.0f} s). Where to look:")
         say(f"  simulated service  {base_url}   key {mask(api_key)} (a fake key; the full one is in the simulator log)")
         if dagster_url:
-            say(f"  Dagster UI         {dagster_url}/asset-groups   the asset graph and its checks; the first sync is")
-            say(f"                     under {dagster_url}/runs; schedules refresh every 2 min, scans every 5 min,")
-            say("                     and a sensor refreshes a project when its scan finishes")
+            say(f"  Dagster UI         {dagster_url}/asset-groups   the asset graph: each asset and its checks")
+            say(f"                     {dagster_url}/runs           the first sync, then a refresh every 2 min")
+            say(f"                     {dagster_url}/automation     schedules (2 and 5 min) and the scan sensor")
         say(f"  metrics            {metrics_url}   secscan_project_score, secscan_issues_open, quotas")
         if prometheus_url:
             say(f"  Prometheus         {prometheus_url}/graph?g0.expr=sum+by+(severity)+(secscan_issues_open)")
             say(f"                     alerts: {prometheus_url}/alerts   scrape target: {prometheus_url}/targets")
-        say(f"  SQL cookbook       SCANWATCH_DB={dirs.db} scanwatch sql   (lists the queries; run one by name)")
+        db = dirs.db.relative_to(Path.cwd()) if dirs.db.is_relative_to(Path.cwd()) else dirs.db
+        say(f"  SQL cookbook       SCANWATCH_DB={db} scanwatch sql   (lists the queries; run one by name)")
         if self.args.autopilot:
             say(f"The simulator starts a round of scans every {self.args.autopilot:g} s, so scores and issues move.")
         duration = self.args.duration

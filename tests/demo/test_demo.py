@@ -97,6 +97,26 @@ def test_signal_stops_everything_and_exits_zero(tmp_path, sig):
     _assert_all_gone({k: v for k, v in ports.items() if k in ("simulator", "exporter")}, str(data_dir))
 
 
+@pytest.mark.timeout(120)
+def test_a_child_that_dies_stops_the_rest_with_its_name(tmp_path):
+    ports = _ports()
+    data_dir, log = tmp_path / "demo", tmp_path / "demo.out"
+    proc = start_demo(data_dir, ports, "--no-dagster", "--no-prometheus", log=log)
+    try:
+        wait_for(lambda: "Ctrl-C to stop" in log.read_text(), "the ready banner", proc, log, timeout=90)
+        simulator = [line.split(":", 1)[0] for line in processes_mentioning(str(data_dir))
+                     if "pipelines.cli simulator" in line]
+        assert simulator, "the simulator process was not found"
+        os.kill(int(simulator[0]), signal.SIGKILL)
+        proc.wait(timeout=30)
+        output = log.read_text()
+        assert proc.returncode == 1, output
+        assert "simulator exited unexpectedly" in output
+    finally:
+        stop(proc)
+    _assert_all_gone({k: v for k, v in ports.items() if k in ("simulator", "exporter")}, str(data_dir))
+
+
 def test_busy_port_fails_early_naming_port_and_flag(tmp_path):
     ports = _ports()
     with socket.socket() as holder:
