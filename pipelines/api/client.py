@@ -153,12 +153,12 @@ class ScanningClient:
         attempt = 0
         while True:
             attempt += 1
-            self._pacer.acquire()
+            ticket = self._pacer.acquire()
             started = time.perf_counter()
             try:
                 response = self._http.request(method, path.lstrip("/"), params=params, json=json, headers=headers)
             except httpx.TransportError as exc:
-                self._pacer.release(None)
+                self._pacer.release(None, ticket)
                 self.stats.record_request(label, None)
                 log.debug("%s %s -> %s in %.3fs", method, path, type(exc).__name__, time.perf_counter() - started)
                 # A request we could not even form (LocalProtocolError) fails the same way every time.
@@ -168,7 +168,7 @@ class ScanningClient:
                     raise self._connection_error(exc, method, route) from None
                 self._pause(delay)
                 continue
-            self._pacer.release(response.headers)
+            self._pacer.release(response.headers, ticket)
             self.stats.record_request(label, response.status_code)
             self._note_version(response.headers.get("service-version"))
             log.debug("%s %s -> %d in %.3fs", method, path, response.status_code, time.perf_counter() - started)

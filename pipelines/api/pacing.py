@@ -60,7 +60,13 @@ class Pacer:
         self.margin = margin
         self.max_pause = max_pause
         self.burst = burst
+        self.min_sample = 0.25  # seconds of a window before the other client's rate is trusted
         self.last_send = float("-inf")
+        self.sent = 0  # tickets handed out: our requests, in sending order
+        # Another client's spending (the agent server), in requests a second, measured within a window as a lower
+        # bound: the drop of Remaining beyond every request we sent meanwhile. The spread phase leaves it room.
+        self.foreign_rate = 0.0
+        self._ref: tuple[int, int, float] | None = None  # (remaining, ticket, time) of a window's first answer
         self._cond = threading.Condition(threading.Lock())
         self.limit: int | None = None
         self.remaining: int | None = None  # as last reported, less answers seen without headers since
@@ -107,12 +113,18 @@ class Pacer:
             return 0.0
         if self.remaining - self.in_flight > self.limit * (1.0 - self.burst):
             return 0.0
-        gap = max(0.0, self.reset - now) / (available + 1)  # the last one lands before the reset, not on it
+        left = max(0.0, self.reset - now)
+        usable = available - self.foreign_rate * left
+        if usable < 1:
+            # What is left of this window is the other client's: come back at the reset.
+            return min(self.max_pause, left + self.margin)
+        gap = left / (usable + 1)  # the last one lands before the reset, not on it
         return max(0.0, self.last_send + gap - now)
 
     # -- the protocol ------------------------------------------------------------------------------------------
 
-    def acquire(self) -> None:
+    def acquire(self) -> int:
+        """Wait until a request may go; the ticket returned goes back with ``release``."""
         while True:
             with self._cond:
                 now = self._clock()
@@ -120,7 +132,8 @@ class Pacer:
                 if wait <= 0:
                     self.in_flight += 1
                     self.last_send = now
-                    return
+                    self.sent += 1
+                    return self.sent
                 if for_answer:
                     started = time.monotonic()
                     self._cond.wait(timeout=wait)
@@ -129,11 +142,11 @@ class Pacer:
             self._sleep(wait)
             self._waited(wait)
 
-    def release(self, headers: Mapping[str, str] | None) -> None:
+    def release(self, headers: Mapping[str, str] | None, ticket: int | None = None) -> None:
         """Account an answer (``None`` when no answer came back) and wake threads waiting for one."""
         with self._cond:
             self.in_flight = max(0, self.in_flight - 1)
-            self._observe(headers)
+            self._observe(headers, ticket)
             self._cond.notify_all()
 
     def block_for(self, seconds: float) -> None:
@@ -144,7 +157,7 @@ class Pacer:
             # Past the block, the headers of the next answer decide again (one probe at a time).
             self.remaining, self.reset, self.reset_reported = None, None, None
 
-    def _observe(self, headers: Mapping[str, str] | None) -> None:
+    def _observe(self, headers: Mapping[str, str] | None, ticket: int | None = None) -> None:
         if headers is None:
             return  # no answer: whether the service counted the request is unknown
         limit = _num(headers.get("x-ratelimit-limit"))
@@ -167,10 +180,23 @@ class Pacer:
         if reset is None or self.reset_reported is None or reset > self.reset_reported + self.same_window:
             # A newer window (or the first news): take it as it is.
             self.remaining, self.reset, self.reset_reported = remaining_i, local_reset, reset
+            self._ref = (remaining_i, ticket, self._clock()) if ticket is not None else None
         elif reset >= self.reset_reported - self.same_window:
             # Same window, answers may arrive out of order: the lowest count is the latest.
             self.remaining = remaining_i if self.remaining is None else min(self.remaining, remaining_i)
+            self._measure_foreign(remaining_i)
         # else: a straggler from a window already over; it says nothing about this one.
+
+    def _measure_foreign(self, remaining: int) -> None:
+        if self._ref is None:
+            return
+        ref_remaining, ref_ticket, ref_time = self._ref
+        elapsed = self._clock() - ref_time
+        if elapsed < self.min_sample:
+            return
+        # Every request we sent after the reference one may be in the drop; what is beyond them is not ours.
+        foreign = (ref_remaining - remaining) - (self.sent - ref_ticket)
+        self.foreign_rate = max(0, foreign) / elapsed
 
     def _observe_skew(self, server_now: float | None) -> None:
         if server_now is None:

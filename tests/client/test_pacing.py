@@ -152,3 +152,27 @@ def test_reset_given_as_seconds_until_is_understood() -> None:
     pacer.release(headers(120, 0, 12))
     pacer.acquire()
     assert clock.sleeps == [pytest.approx(12.2)]
+
+
+def test_another_clients_spending_is_measured_and_left_room() -> None:
+    clock = FakeClock(T)
+    pacer = Pacer(clock=clock.time, sleep=clock.sleep, reserve=1, burst=0.5)
+    first = pacer.acquire()
+    pacer.release(headers(100, 40, T + 10), first)  # window's first answer: 40 left, 10 s to go
+    clock.now += 2
+    second = pacer.acquire()
+    pacer.release(headers(100, 19, T + 10), second)  # 21 gone in 2 s, one of them ours: 10 a second elsewhere
+    assert pacer.foreign_rate == pytest.approx(10.0)
+    wait, for_answer = pacer._wait_needed(clock.time())
+    assert not for_answer and wait == pytest.approx(8 + pacer.margin)  # the rest of the window is theirs
+
+
+def test_alone_no_foreign_rate_is_imagined() -> None:
+    clock = FakeClock(T)
+    pacer = Pacer(clock=clock.time, sleep=clock.sleep, burst=1.0)
+    pacer.release(headers(100, 100, T + 60), pacer.acquire())
+    tickets = [pacer.acquire() for _ in range(4)]  # four in flight, answered out of order
+    for ticket, remaining in zip(reversed(tickets), (96, 97, 98, 99), strict=True):
+        clock.now += 0.2
+        pacer.release(headers(100, remaining, T + 60), ticket)
+    assert pacer.foreign_rate == 0
