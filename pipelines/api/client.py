@@ -78,7 +78,7 @@ class ScanningClient:
         user_agent: str = f"scanwatch/{_version()}",
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
-        max_restarts: int = 3,
+        max_restarts: int = 5,
         retry: RetryPolicy | None = None,
     ) -> None:
         if not 1 <= page_size <= 100:

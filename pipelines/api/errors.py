@@ -62,6 +62,12 @@ class ApiError(Exception):
         self._summary = _one_line(summary) if summary else None
         super().__init__(str(self))
 
+    def with_summary(self, summary: str) -> ApiError:
+        """The same error told better by a caller that knows more (e.g. a list that kept changing)."""
+        self._summary = _one_line(summary)
+        self.args = (str(self),)
+        return self
+
     def describe(self) -> str:
         """The actionable part of the line; subclasses say what to fix."""
         where = f"{self.method} {self.route}" if self.method and self.route else "request"

@@ -37,8 +37,15 @@ def walk(
         try:
             page = fetch(params)
         except ApiError as err:
-            if err.code != "cursor_invalid" or cursor is None or restarts >= max_restarts:
+            if err.code != "cursor_invalid" or cursor is None:
                 raise
+            if restarts >= max_restarts:
+                where = f"{err.method} {err.route}" if err.method and err.route else "a list"
+                raise err.with_summary(
+                    f"{where} changed under every walk (400 cursor_invalid after {restarts} restart"
+                    f"{'' if restarts == 1 else 's'} from the first page): the service is busy changing it; "
+                    "run again later"
+                ) from None
             restarts += 1
             log.info("list changed while paged (cursor_invalid); restarting from the first page (%d)", restarts)
             if on_restart is not None:

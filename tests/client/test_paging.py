@@ -125,3 +125,14 @@ def test_lazy_walk_restart_yields_only_new_ids() -> None:
     seen = [s["id"] for s in client_for(service).iter_scans("p")]
     assert len(seen) == len(set(seen)) == 151  # the removed one was already given, the new one is added
     assert seen[100] == "new-scan"
+
+
+def test_exhausted_restarts_say_so_in_one_line() -> None:
+    service = ListService({"/projects": make_items(150)})
+    service.hooks.append(lambda r: error(400, "cursor_invalid") if r.url.params.get("starting_after") else None)
+    with pytest.raises(InvalidRequestError) as info:
+        client_for(service, max_restarts=1).list_projects()
+    text = str(info.value)
+    assert "GET /projects changed under every walk" in text and "cursor_invalid" in text
+    assert "after 1 restart from" in text
+    assert text.endswith("Request-Id: req_1") and "\n" not in text
