@@ -1,0 +1,172 @@
+"""Concurrency: scrapers against the exporter while syncs run, two syncs started at once, and `scanwatch
+sql` racing a sync and trying to write.
+
+The exporter reads only the snapshot file (DuckDB lets no other process open a file a writer holds), so
+scrapes must never fail or see a lock; a second sync must wait for the first (or say why it will not);
+`scanwatch sql` must refuse to change the history whatever the statement.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+
+from simulator.testing import SimConfig, serve_simulator
+from tests.reliability.harness import ROOT, assert_one_line, cli, diff, dump, service_env, sync_in_process
+
+LOCK_WORDS = re.compile(r"could not set lock|conflicting lock|database is locked|IO Error", re.IGNORECASE)
+
+
+def _config(seed: int) -> SimConfig:
+    return SimConfig(seed=seed, scale="small", clock="driven", control=True, rate_limit=100000)
+
+
+def _start_exporter(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "exporter", "--port", "0",
+                             "--listen-address", "127.0.0.1"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    line = proc.stdout.readline()
+    found = re.search(r"(http://\S+/metrics)", line)
+    assert found, line + (proc.stderr.read() if proc.poll() is not None else "")
+    return proc, found.group(1).replace("localhost", "127.0.0.1")
+
+
+def _scraper(url: str, stop: threading.Event, tally: Counter, lock: threading.Lock, errors: list[str]) -> None:
+    with httpx.Client(timeout=10) as http:
+        while not stop.wait(0.02):  # a scrape every ~20 ms per scraper: hard, without starving the syncs
+            try:
+                r = http.get(url)
+                ok = r.status_code == 200 and "secscan_snapshot_readable 1.0" in r.text \
+                    and "secscan_project_score{" in r.text
+                problem = None if ok else f"{r.status_code} {r.text[:200]!r}"
+            except httpx.HTTPError as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            with lock:
+                tally["scrapes"] += 1
+                if problem:
+                    tally["failed"] += 1
+                    errors.append(problem)
+
+
+def scrape_while_syncing(tmp: Path, figures: Counter, *, scrapers: int, syncs: int) -> None:
+    db = tmp / "history.duckdb"
+    with serve_simulator(_config(41)) as sim:
+        env = service_env(sim, db)
+        assert sync_in_process(sim, db).success  # a first snapshot to serve
+        exporter, url = _start_exporter(env)
+        stop, lock, tally, errors = threading.Event(), threading.Lock(), Counter(), []
+        threads = [threading.Thread(target=_scraper, args=(url, stop, tally, lock, errors)) for _ in range(scrapers)]
+        try:
+            for t in threads:
+                t.start()
+            outputs = []
+            for _ in range(syncs):
+                sim.run_round()
+                done = cli(["sync"], env)
+                outputs.append(done.stdout + done.stderr)
+                assert done.returncode == 0, done.stderr
+                # A reader racing the writer: served, or told in one line to come back (exit 75).
+                asked = cli(["sql", "SELECT count(*) FROM issues"], env)
+                assert asked.returncode in (0, 75), asked.stderr
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(timeout=30)
+            exporter.terminate()
+            _, exporter_err = exporter.communicate(timeout=30)
+    figures["concurrency: scrapes"] += tally["scrapes"]
+    figures["concurrency: failed scrapes"] += tally["failed"]
+    figures["concurrency: syncs under scrapes"] += syncs
+    assert tally["scrapes"] > scrapers * syncs, tally
+    assert not errors, errors[:3]
+    for text in [*outputs, exporter_err]:
+        assert not LOCK_WORDS.search(text), text[-1000:]
+        assert "Traceback" not in text, text[-2000:]
+
+
+def test_scrapes_never_fail_while_syncs_run(tmp_path, figures):
+    scrape_while_syncing(tmp_path, figures, scrapers=4, syncs=2)
+
+
+@pytest.mark.slow
+def test_soak_scrapes_never_fail_while_syncs_run(tmp_path, figures):
+    scrape_while_syncing(tmp_path, figures, scrapers=16, syncs=10)
+
+
+def test_two_syncs_started_at_once_both_finish_and_corrupt_nothing(tmp_path, figures):
+    """The second sync waits for the history (each step waits for the lock) instead of failing; the result
+    is the history of one clean sync: no doubled event, no lost row, a valid snapshot."""
+    with serve_simulator(_config(43)) as ref_sim:
+        assert sync_in_process(ref_sim, tmp_path / "reference.duckdb").success
+    want = dump(tmp_path / "reference.duckdb")
+    db = tmp_path / "history.duckdb"
+    with serve_simulator(_config(43)) as sim:
+        env = service_env(sim, db)
+        procs = [subprocess.Popen([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], cwd=ROOT, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+    figures["concurrency: simultaneous syncs"] += 2
+    for code, _out, err in results:
+        if code != 0:  # allowed: a clear refusal, never a traceback or a lock dump
+            assert_one_line(err, must_contain="scanwatch sync")
+            figures["concurrency: simultaneous syncs refused in one line"] += 1
+    assert any(code == 0 for code, _, _ in results), results
+    assert diff(dump(db), want) == {}
+    from pipelines.snapshot import read_snapshot
+
+    read_snapshot(db.with_name("scanwatch-metrics.json"))
+
+
+WRITES = [
+    "DELETE FROM issues",
+    "UPDATE issues SET status = 'fixed'",
+    "INSERT INTO issue_events SELECT * FROM issue_events",
+    "DROP TABLE issues",
+    "TRUNCATE issues",
+    "ALTER TABLE issues ADD COLUMN x INTEGER",
+    "CREATE TABLE x AS SELECT 1",
+    "CREATE VIEW v AS SELECT 1",
+    "SELECT 1; DELETE FROM issues",
+    "WITH gone AS (SELECT 1) DELETE FROM issues",
+    "ATTACH 'other.duckdb' AS other",
+    "COPY issues TO 'leak.csv'",
+    "EXPORT DATABASE 'dumpdir'",
+    "CHECKPOINT",
+    "VACUUM",
+    "SET lock_configuration = false",
+    "SET enable_external_access = true",
+    "PRAGMA enable_checkpoint_on_shutdown",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "CALL checkpoint()",
+    "-- a comment only",
+]
+
+
+def test_scanwatch_sql_cannot_change_the_history(tmp_path, figures):
+    db = tmp_path / "history.duckdb"
+    with serve_simulator(_config(47)) as sim:
+        assert sync_in_process(sim, db).success
+        env = service_env(sim, db)
+    before, digest = dump(db), hashlib.sha256(db.read_bytes()).hexdigest()
+    refused = 0
+    for statement in WRITES:
+        done = cli(["sql", statement], env)
+        if done.returncode != 0:
+            refused += 1
+            assert_one_line(done.stderr, must_contain="scanwatch sql")
+        figures["concurrency: write attempts through scanwatch sql"] += 1
+    assert dump(db) == before
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
+    assert not (ROOT / "leak.csv").exists() and not (ROOT / "dumpdir").exists()
+    assert refused == len(WRITES), "a statement that is not a plain read was accepted"
+
