@@ -7,6 +7,7 @@ Everything the demo starts runs as a child process in its own session with its o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -41,7 +42,9 @@ def mask(secret: str) -> str:
 
 
 def say(message: str = "") -> None:
-    print(message, flush=True)
+    # After SIGHUP the terminal is gone; a failed print must not get in the way of stopping the children.
+    with contextlib.suppress(OSError):
+        print(message, flush=True)
 
 
 class Demo:
@@ -102,7 +105,7 @@ class Demo:
                 signal.signal(sig, handler)
         if killed:
             say(f"scanwatch demo: killed {', '.join(killed)} (did not stop within 15 s)")
-        say(f"scanwatch demo: stopped; history kept in {dirs.root}")
+        say(f"scanwatch demo: stopped; history kept in {dirs.root} until the next demo starts")
         return code
 
     def _busy_port(self) -> str | None:
