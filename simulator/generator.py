@@ -191,6 +191,7 @@ class _Generator:
         controls = controls_for(t)
         used: set[tuple[str, str]] = set()
         last = len(done) - 1
+        fixed_share = 0.4 + 0.55 * rng.random()  # some teams fix fast, some do not: a spread of grades
         for _ in range(n_issues):
             c = rng.choice(controls)
             base = rng.choice(c.locations)
@@ -208,14 +209,14 @@ class _Generator:
                           severity=severity, confidence=c.confidence, location=loc,
                           first_seen_at=seen_times[first], last_seen_at=seen_times[last])
             r = rng.random()
-            if r < 0.5 and first < last:
+            if r < fixed_share and first < last:
                 j = rng.randint(first + 1, last)
                 issue.status, issue.fixed_at, issue.last_seen_at = "fixed", seen_times[j], seen_times[j - 1]
                 seen_scan = done[j - 1]
             else:
                 seen_scan = done[last]
-                if r > 0.93:
-                    issue.status = "false_positive" if r > 0.965 else "accepted_risk"
+                if r > 0.95:
+                    issue.status = "false_positive" if r > 0.975 else "accepted_risk"
                     issue.status_reason = rng.choice(MARK_REASONS)
                     issue.marked_by = "app"
             if t.kind == "repository":

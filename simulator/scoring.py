@@ -13,7 +13,7 @@ GRADES = ((90, "A"), (80, "B"), (65, "C"), (50, "D"), (35, "E"), (0, "F"))
 
 def score_of(issues: Iterable[Issue]) -> int:
     penalty = sum(WEIGHTS.get(i.severity, 1.0) for i in issues if i.status in ("open", "accepted_risk"))
-    return round(100 / (1 + penalty / 40))
+    return round(100 / (1 + penalty / 80))
 
 
 def grade_of(score: int | None) -> str | None:
