@@ -20,7 +20,7 @@ from .model import Issue, Target
 from .server import ServerThread, build_runtime
 from .world import World
 
-__all__ = ["SimConfig", "Simulator", "serve_simulator"]
+__all__ = ["SimConfig", "Simulator", "serve_simulator", "simulator_fixture"]
 
 
 class Simulator:
@@ -80,6 +80,21 @@ class Simulator:
     def request_count(self, key: str | None = None, route: str | None = None, method: str | None = None) -> int:
         return self.rt.request_count(key=key, route=route, method=method)
 
+    def set_usage(self, key: str = "pro", **values: int) -> None:
+        """Put the key's workspace in a quota state: `quick_scans`, `audits`, `fixes` (used this period),
+        `pack_scans`, `pack_fixes`, `free_fixes_left`. Lets a test reach a 402 without spending 200 scans."""
+        w = self.world
+        with w.lock:
+            ws = w.workspaces[w.credentials[w.keys.get(key, key)].workspace_id]
+            for name, value in values.items():
+                if name in ws.used:
+                    ws.used[name] = int(value)
+                elif name in ("pack_scans", "pack_fixes", "free_fixes_left"):
+                    setattr(ws, name, int(value))
+                else:
+                    raise ValueError(f"unknown usage field {name!r}")
+            w.touch()
+
     def add_issue(self, target_id: str, severity: str = "critical", control_id: str | None = None) -> Issue:
         return self.world.add_issue(target_id, severity, control_id)
 
@@ -123,3 +138,18 @@ def serve_simulator(config: SimConfig | None = None, **overrides: Any) -> Iterat
         yield Simulator(server)
     finally:
         server.stop()
+
+
+def simulator_fixture(config: SimConfig | None = None, *, scope: str = "function", **overrides: Any) -> Any:
+    """A pytest fixture serving a simulator, for any conftest:
+
+        sim = simulator_fixture(SimConfig(seed=7, control=True), scope="module")
+    """
+    import pytest
+
+    @pytest.fixture(scope=scope)
+    def _simulator() -> Iterator[Simulator]:
+        with serve_simulator(config, **overrides) as sim:
+            yield sim
+
+    return _simulator

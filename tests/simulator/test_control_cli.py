@@ -75,3 +75,34 @@ def test_cli_prints_url_and_a_working_key() -> None:
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=15) == 0
+
+
+def test_real_clock_scans_finish_on_wall_time() -> None:
+    with serve_simulator(sim_config(clock="real", scan_seconds=0.3)) as sim:
+        w = sim.world
+        tid = next(t for t in sim.target_ids(kind="domain", verified=True)
+                   if w.scans[w.targets[t].scan_ids[-1]].created_at < w.now() - 7200)
+        with httpx.Client(base_url=sim.base_url, headers=sim.headers()) as c:
+            sid = c.post(f"/targets/{tid}/scans").json()["id"]
+            assert c.get(f"/scans/{sid}").json()["status"] == "queued"
+            time.sleep(0.4)
+            assert c.get(f"/scans/{sid}").json()["status"] in ("done", "failed")
+            assert c.get("/projects").json()["data"][0]["last_scan_at"][:4] == time.strftime("%Y", time.gmtime())
+
+
+def test_cli_autopilot_runs_rounds() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "simulator", "--port", "0", "--autopilot", "0.5"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        lines = [proc.stdout.readline() for _ in range(4)]  # type: ignore[union-attr]
+        assert lines[3].startswith("autopilot: round 1:"), lines
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 0
+
+
+def test_simulator_fixture_factory(pytester_free_fixture) -> None:
+    assert pytester_free_fixture.base_url.endswith("/v1")
+    assert httpx.get(pytester_free_fixture.base_url + "/account",
+                     headers=pytester_free_fixture.headers()).status_code == 200

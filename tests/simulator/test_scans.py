@@ -77,10 +77,7 @@ def test_scan_errors(sim: Simulator, client: httpx.Client) -> None:
 def test_quota_then_pack_credits_then_402(sim: Simulator, client: httpx.Client) -> None:
     w = sim.world
     ws = w.workspaces[sim.workspace_id]
-    with w.lock:
-        ws.used["quick_scans"] = ws.quota_limit("quick_scans")
-        ws.used["audits"] = ws.quota_limit("audits")
-        ws.pack_scans = 1
+    sim.set_usage(quick_scans=ws.quota_limit("quick_scans"), audits=ws.quota_limit("audits"), pack_scans=1)
     a, b = sim.target_ids(kind="domain", verified=True)[:2]
     for tid in (a, b):
         with w.lock:
