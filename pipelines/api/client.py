@@ -43,6 +43,13 @@ def mask_key(api_key: str) -> str:
     return f"{prefix}…"
 
 
+def _transient(exc: httpx.RequestError) -> bool:
+    """Worth another attempt: the network or the service hiccuped, not a request that can never be sent."""
+    if isinstance(exc, httpx.LocalProtocolError | httpx.UnsupportedProtocol | httpx.TooManyRedirects):
+        return False
+    return isinstance(exc, httpx.TransportError | httpx.DecodingError)
+
+
 def _check_envelope(body: Any) -> dict[str, Any]:
     ok = (
         isinstance(body, dict)
@@ -157,17 +164,18 @@ class ScanningClient:
             started = time.perf_counter()
             try:
                 response = self._http.request(method, path.lstrip("/"), params=params, json=json, headers=headers)
-            except httpx.TransportError as exc:
+            except httpx.RequestError as exc:
                 self._pacer.release(None, ticket)
                 self.stats.record_request(label, None)
                 log.debug("%s %s -> %s in %.3fs", method, path, type(exc).__name__, time.perf_counter() - started)
-                # A request we could not even form (LocalProtocolError) fails the same way every time.
-                local = isinstance(exc, httpx.LocalProtocolError)
-                delay = None if local else self._retry.delay_for_failure(attempt)
+                delay = self._retry.delay_for_failure(attempt) if _transient(exc) else None
                 if delay is None:
                     raise self._connection_error(exc, method, route) from None
                 self._pause(delay)
                 continue
+            except BaseException:
+                self._pacer.release(None, ticket)
+                raise
             self._pacer.release(response.headers, ticket)
             self.stats.record_request(label, response.status_code)
             self._note_version(response.headers.get("service-version"))
@@ -184,6 +192,9 @@ class ScanningClient:
                             request_id=response.headers.get("request-id"),
                             method=method,
                             route=route,
+                            summary=f"{method} {route} answered {response.status_code} with a body that is not the "
+                            f"contract's JSON on every attempt ({exc}): the service, or a proxy in front of it at "
+                            "SCANWATCH_BASE_URL, is misbehaving",
                         ) from None
                     self._pause(delay)
                     continue
@@ -217,7 +228,7 @@ class ScanningClient:
         if previous is not None:
             log.warning("the service's version changed from %s to %s between responses", previous, version)
 
-    def _connection_error(self, exc: httpx.TransportError, method: str, route: str) -> ApiError:
+    def _connection_error(self, exc: httpx.RequestError, method: str, route: str) -> ApiError:
         kind = type(exc).__name__
         if isinstance(exc, httpx.TimeoutException):
             return ApiTimeoutError(
@@ -225,6 +236,13 @@ class ScanningClient:
                 method=method, route=route,
                 summary=f"{method} {route} timed out ({kind}) against {self.base_url} after every retry: "
                 "the service is slow or unreachable; check SCANWATCH_BASE_URL and the network",
+            )
+        if isinstance(exc, httpx.UnsupportedProtocol):
+            return ApiConnectionError(
+                f"{self.base_url} is not an http(s) address ({kind})",
+                method=method, route=route,
+                summary=f"{self.base_url} is not an http(s) address: set SCANWATCH_BASE_URL to the API address "
+                "ending in /v1",
             )
         if isinstance(exc, httpx.LocalProtocolError):
             return ApiConnectionError(

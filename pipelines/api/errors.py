@@ -162,6 +162,13 @@ class PermissionDeniedError(ApiError):
 class NotFoundError(ApiError):
     """404: no such id in this key's workspace (another workspace's object looks the same)."""
 
+    def describe(self) -> str:
+        if self.code is None:
+            # Not the service's envelope: the address itself is probably wrong.
+            return (f"{self.method} {self.route} answered 404 without the service's error envelope: check that "
+                    "SCANWATCH_BASE_URL is the API address ending in /v1")
+        return super().describe()
+
 
 class ConflictError(ApiError):
     """409: the object's state forbids the action (already fixed, proof required, key reused...)."""
@@ -239,6 +246,10 @@ def from_response(
     if message is None:
         message = f"HTTP {status} without the error envelope"
     cls = error_class(status, code)
+    summary = None
+    if 300 <= status < 400:
+        summary = (f"{method} {route} was redirected ({status}) to {headers.get('location') or 'another address'}: "
+                   "set SCANWATCH_BASE_URL to the final API address ending in /v1")
     return cls(
         message,
         status=status,
@@ -250,4 +261,5 @@ def from_response(
         route=route,
         retry_after=parse_retry_after(headers.get("retry-after")),
         upgrade_url=err.get("upgrade_url") if isinstance(err.get("upgrade_url"), str) else None,
+        summary=summary,
     )

@@ -125,3 +125,31 @@ def test_errors_survive_pickling() -> None:
     err = raise_for(403, "scope_missing")
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is PermissionDeniedError and str(back) == str(err) and back.code == "scope_missing"
+
+
+def test_wrong_base_url_symptoms_name_the_variable() -> None:
+    moved = httpx.Response(301, headers={"Location": "https://api.example.test/v1/account"})
+    client = client_for(lambda r: moved, max_attempts=1)
+    with pytest.raises(ApiError) as info:
+        client.get_account()
+    assert "SCANWATCH_BASE_URL" in str(info.value) and "https://api.example.test/v1/account" in str(info.value)
+
+    client = client_for(lambda r: httpx.Response(404, text="Not Found"), max_attempts=1)
+    with pytest.raises(NotFoundError) as info:
+        client.get_account()
+    assert "SCANWATCH_BASE_URL" in str(info.value)
+
+    client = client_for(lambda r: httpx.Response(200, text="<html>login</html>"), max_attempts=2)
+    with pytest.raises(ApiError) as info:
+        client.get_account()
+    assert "SCANWATCH_BASE_URL" in str(info.value) and client.stats.requests == 2
+
+
+def test_unexpected_exception_does_not_leak_an_in_flight_slot() -> None:
+    def boom(request: httpx.Request) -> httpx.Response:
+        raise RuntimeError("bug in a transport")
+
+    client = client_for(boom)
+    with pytest.raises(RuntimeError):
+        client.get_account()
+    assert client.pacer.in_flight == 0
