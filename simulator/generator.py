@@ -14,9 +14,9 @@ from .catalog import SEVERITIES
 from .clock import DRIVEN_EPOCH, Clock
 from .config import SimConfig
 from .evolve import commit_of, controls_for, vary_location
-from .model import PERIOD_SECONDS, TRIAL_SECONDS, Credential, Issue, Project, Scan, Target, Workspace
+from .model import DAY, HOUR, PERIOD_SECONDS, TRIAL_SECONDS, Credential, Issue, Project, Scan, Target, Workspace
 from .scoring import grade_of
-from .world import DAY, HOUR, World
+from .world import World
 
 
 @dataclass(frozen=True)

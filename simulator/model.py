@@ -16,7 +16,9 @@ PLANS: dict[str, dict] = {
             "features": {"full_audit": True, "repositories": True, "ai_fix": True, "alerts": True},
             "history_days": 365},
 }
-PERIOD_SECONDS = 30 * 86400.0
+HOUR = 3600.0
+DAY = 86400.0
+PERIOD_SECONDS = 30 * DAY
 TRIAL_SECONDS = 14 * 86400.0
 
 
