@@ -130,6 +130,7 @@ def make_endpoint(rt: Runtime, spec: RouteSpec):
                 raw = dumps(payload)
                 if idem:
                     rt.idempotency.finish(*idem, status, raw, {})
+                    idem = None
             headers = decision.headers()
             if in_scope:
                 raw = _corrupt(rt, raw)
@@ -140,6 +141,11 @@ def make_endpoint(rt: Runtime, spec: RouteSpec):
             if who == "-":
                 rt.count(spec.method, template, who)
             return error_response(err, lang)
+        except BaseException:
+            # A client gone mid-request (cancelled task) or a bug: never leave the key "in progress" forever.
+            if idem:
+                rt.idempotency.release(*idem)
+            raise
 
     return endpoint
 

@@ -69,7 +69,10 @@ class IdempotencyStore:
             del self._entries[(owner, key)]
 
     def release(self, owner: str, key: str) -> None:
-        self._entries.pop((owner, key), None)
+        """Free a key whose request did not succeed; a stored success is never dropped."""
+        entry = self._entries.get((owner, key))
+        if entry is not None and not entry.done:
+            del self._entries[(owner, key)]
 
     def _expire(self, now: float) -> None:
         if len(self._entries) > 10_000:
