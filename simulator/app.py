@@ -24,6 +24,7 @@ from . import SERVICE_VERSION
 from .auth import authenticate, plan_gate, require_scope
 from .config import SimConfig
 from .errors import ApiError
+from .fault_effects import corrupt, future_enums, injected_failures, mutate_list
 from .faults import FaultEngine
 from .idempotency import IdempotencyStore, fingerprint, validate_key
 from .ratelimit import RateLimiter
@@ -94,7 +95,7 @@ def make_endpoint(rt: Runtime, spec: RouteSpec):
                 require_scope(cred, spec.scope)
             in_scope = faults.applies(spec.is_list)
             if in_scope:
-                await _injected_failures(rt, spec, request)
+                await injected_failures(rt, spec, request)
             body = await request.body()
             replay = None
             if spec.method == "POST" and "idempotency-key" in request.headers:
@@ -121,11 +122,11 @@ def make_endpoint(rt: Runtime, spec: RouteSpec):
                     if idem:
                         rt.idempotency.release(*idem)
                     raise
-                if spec.is_list:
-                    payload = _future_enums(rt, payload)
-                    if in_scope and payload.get("has_more"):
-                        _mutate_list(rt, spec, call, payload)
-                elif spec.path.startswith("/issues/") and payload.get("object") == "issue":
+                if in_scope and spec.is_list:
+                    payload = future_enums(rt, payload)
+                    if payload.get("has_more"):
+                        mutate_list(rt, spec, call, payload)
+                elif in_scope and payload.get("object") == "issue":
                     payload = rt.faults.future_enum(payload)
                 raw = dumps(payload)
                 if idem:
@@ -133,7 +134,7 @@ def make_endpoint(rt: Runtime, spec: RouteSpec):
                     idem = None
             headers = decision.headers()
             if in_scope:
-                raw = _corrupt(rt, raw)
+                raw = corrupt(rt, raw)
             return json_response(status, raw, headers)
         except ApiError as err:
             if idem:
@@ -148,65 +149,6 @@ def make_endpoint(rt: Runtime, spec: RouteSpec):
             raise
 
     return endpoint
-
-
-async def _injected_failures(rt: Runtime, spec: RouteSpec, request: Request) -> None:
-    f, engine = rt.faults.faults, rt.faults
-    if engine.draw(f.drop_rate):
-        transport = request.scope.get("sim.transport")
-        if transport is not None:
-            transport.close()
-            await asyncio.sleep(0.01)  # let the server notice the disconnect so it sends nothing
-            raise ApiError(500, "internal_error")
-    if engine.rate_limited():
-        raise ApiError(429, "rate_limited", headers={"Retry-After": "1"}, retry_after=1)
-    if engine.draw(f.error_rate):
-        raise ApiError(500, "internal_error")
-    if engine.draw(f.unavailable_rate):
-        raise ApiError(503, "service_unavailable", headers={"Retry-After": "1"})
-    if spec.handler.__name__ == "start_scan" and engine.draw(f.busy_rate):
-        raise ApiError(503, "platform_busy", headers={"Retry-After": "120"})
-
-
-def _corrupt(rt: Runtime, raw: bytes) -> bytes:
-    engine = rt.faults
-    if engine.draw(engine.faults.malformed_rate):
-        return b"<html><body>502 Bad Gateway</body></html>" if engine.rng.random() < 0.5 else raw[:-1] + b",}"
-    if engine.draw(engine.faults.truncated_rate):
-        return raw[: max(1, len(raw) // 2)]
-    return raw
-
-
-def _future_enums(rt: Runtime, payload: dict[str, Any]) -> dict[str, Any]:
-    if rt.faults.faults.future_enum_rate <= 0 or not payload["data"] or payload["data"][0].get("object") != "issue":
-        return payload
-    return dict(payload, data=[rt.faults.future_enum(i) for i in payload["data"]])
-
-
-def _mutate_list(rt: Runtime, spec: RouteSpec, call: Call, payload: dict[str, Any]) -> None:
-    """Change the list between two pages: a new item appears, or the cursor item disappears."""
-    engine, world = rt.faults, rt.world
-    if not engine.draw(engine.faults.list_mutation_rate):
-        return
-    mode = engine.faults.list_mutation
-    if mode == "both":
-        mode = "insert" if engine.rng.random() < 0.5 else "remove"
-    last_id = payload["data"][-1]["id"]
-    kind = payload["data"][-1]["object"]
-    if mode == "remove" and kind in ("scan", "issue"):
-        (world.remove_scan if kind == "scan" else world.remove_issue)(last_id)
-        return
-    if kind == "issue":
-        target = world.targets[world.issues[last_id].target_id]
-        world.add_issue(target.id, severity="critical")
-    elif kind == "scan":
-        target = world.targets[world.scans[last_id].target_id]
-        if world.running_scan(target) is None:
-            world.create_scan(target, "repository" if target.kind == "repository" else "quick")
-    elif kind == "project":
-        ws = world.workspaces[call.ws]
-        if len(ws.project_ids) < ws.project_limit:
-            world.create_project(call.ws, f"Added while paging {world.version}", None)
 
 
 class Outer:
