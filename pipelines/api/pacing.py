@@ -79,7 +79,7 @@ class Pacer:
         # one-second resolution, so a reset is never read early because of rounding.
         self.skew = 0.0
 
-    # -- decisions (pure given the state; called under the lock) -----------------------------------------
+    # -- decisions (called under the lock; they may roll the window over) ------------------------------------
 
     def _roll_over(self, now: float) -> None:
         """Past the reset the window restarted: the whole limit is presumed back until an answer says more."""

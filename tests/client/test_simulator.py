@@ -123,3 +123,25 @@ def test_writes_are_idempotent_over_http(sim) -> None:
         marked = client.mark_issue(issue["id"], "accepted_risk", "Accepted until the next release.")
         assert marked["status"] == "accepted_risk"
         assert client.mark_issue(issue["id"], "open")["status"] == "open"
+
+
+def test_the_key_never_shows_over_real_http(sim, caplog: pytest.LogCaptureFixture) -> None:
+    """Every logger at DEBUG (ours, httpx, httpcore), every error text and repr: no trace of the credential."""
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    texts: list[str] = []
+    for key in ("pro", "revoked", "token_none", "free"):
+        secret = sim.keys[key]
+        with ScanningClient(sim.base_url, secret, max_attempts=1) as client:
+            texts.append(repr(client))
+            try:
+                full_walk(client)
+            except Exception as exc:  # any failure text is checked below
+                texts += [str(exc), repr(exc), str(vars(exc))]
+            texts.append(str(client.stats.snapshot()))
+    texts += [record.getMessage() for record in caplog.records]
+    assert any("GET /projects" in t for t in texts)
+    for key in ("pro", "revoked", "token_none", "free"):
+        secret = sim.keys[key]
+        assert not [t for t in texts if secret in t or secret[4:] in t], key
