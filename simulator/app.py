@@ -13,6 +13,7 @@ import logging
 import time
 import uuid
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -73,7 +74,7 @@ def error_response(err: ApiError, lang: str, extra: dict[str, str] | None = None
     return json_response(err.status, dumps(err.body(lang)), headers)
 
 
-def make_endpoint(rt: Runtime, spec: RouteSpec):
+def make_endpoint(rt: Runtime, spec: RouteSpec) -> Callable[[Request], Awaitable[Response]]:
     template = "/v1" + spec.path
 
     async def endpoint(request: Request) -> Response:

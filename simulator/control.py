@@ -7,6 +7,7 @@ is meant for loopback only. Bodies and answers are plain JSON, not the contract'
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -33,7 +34,9 @@ async def _json(request: Request) -> dict[str, Any]:
 def control_routes(rt: Any) -> list[Route]:  # rt: app.Runtime (imported lazily to avoid a cycle)
     world = rt.world
 
-    def guarded(fn):
+    def guarded(fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Callable[[Request], Awaitable[Response]]:
+        """Control answers are plain JSON; a bad argument is a 400 with the reason, never a traceback."""
+
         async def endpoint(request: Request) -> Response:
             try:
                 return JSONResponse(await fn(request))
@@ -97,6 +100,13 @@ def control_routes(rt: Any) -> list[Route]:  # rt: app.Runtime (imported lazily 
         rows = [{"method": m, "route": r, "key": who, "count": n} for (m, r, who), n in sorted(rt.counts.items())]
         return {"total": sum(rt.counts.values()), "by_route": rows}
 
+    async def rate_limit(request: Request) -> dict[str, Any]:
+        if request.method == "POST":
+            body = await _json(request)
+            rt.limiter.configure(int(body["limit"]) if "limit" in body else None,
+                                 float(body["window"]) if "window" in body else None)
+        return {"limit": rt.limiter.limit, "window": rt.limiter.window}
+
     async def stats(request: Request) -> dict[str, Any]:
         with world.lock:
             return {**world.stats(), "now": iso(world.now()), "seed": world.seed, "scale": rt.config.scale}
@@ -112,5 +122,6 @@ def control_routes(rt: Any) -> list[Route]:  # rt: app.Runtime (imported lazily 
         Route("/_sim/projects/{project_id}/pause", guarded(pause), methods=["POST"]),
         Route("/_sim/projects/{project_id}", guarded(delete_project), methods=["DELETE"]),
         Route("/_sim/requests", guarded(requests), methods=["GET"]),
+        Route("/_sim/rate-limit", guarded(rate_limit), methods=["GET", "POST"]),
         Route("/_sim/stats", guarded(stats), methods=["GET"]),
     ]

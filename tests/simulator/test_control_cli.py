@@ -43,6 +43,9 @@ def test_control_surface(sim: Simulator) -> None:
         assert {"method": "GET", "route": "/v1/projects", "key": "ci-key", "count": 1} in counts["by_route"]
         assert sim.request_count(key="pro", route="/v1/projects") == 1
         assert c.get("/stats").json()["projects"] == 6
+        assert c.post("/rate-limit", json={"limit": 2, "window": 30}).json() == {"limit": 2, "window": 30.0}
+        statuses = [httpx.get(sim.base_url + "/account", headers=sim.headers()).status_code for _ in range(3)]
+        assert statuses == [200, 200, 429]
 
 
 def test_control_surface_is_off_unless_asked() -> None:
