@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from .errors import ApiError
 from .evolve import Changes, evolve
 from .model import DAY, HOUR, Scan, Target, Workspace
+from .validation import is_excluded
 
 if TYPE_CHECKING:
     from .world import World
@@ -79,6 +80,8 @@ class ScanRules:
             raise ApiError(400, "target_kind_invalid")
         if project.paused:
             raise ApiError(402, "project_paused")
+        if t.kind == "domain" and is_excluded(t.address):
+            raise ApiError(409, "site_excluded")
         if kind == "repository" and not ws.spec["features"]["repositories"]:
             raise ApiError(402, "repositories_not_in_plan")
         if kind == "audit":

@@ -97,6 +97,11 @@ def normalize_site(url: str) -> str:
     labels = host.split(".")
     if len(labels) < 2 or not all(HOST_LABEL.match(label) for label in labels) or labels[-1].isdigit():
         raise ApiError(400, "url_invalid")
-    if host in EXCLUDED_HOSTS or host.endswith(EXCLUDED_SUFFIXES):
+    if is_excluded(host):
         raise ApiError(409, "site_excluded")
     return host
+
+
+def is_excluded(host: str) -> bool:
+    """Sites the service refuses to scan; also checked when a scan starts (the list can grow later)."""
+    return host in EXCLUDED_HOSTS or host.endswith(EXCLUDED_SUFFIXES)

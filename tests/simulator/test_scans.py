@@ -70,6 +70,11 @@ def test_scan_errors(sim: Simulator, client: httpx.Client) -> None:
         == "body_invalid"
     r = client.post(f"/targets/{unproved}/scans")  # quick scans run on unproved sites
     assert r.status_code == 201
+    with w.lock:  # a site excluded after it was added
+        excluded = w.add_target(w.projects[w.targets[site].project_id], "domain", "excluded.example.com",
+                                verified=True, created_at=w.now())
+    r = client.post(f"/targets/{excluded.id}/scans")
+    assert (r.status_code, code(r)) == (409, "site_excluded")
     sim.pause_project(w.targets[site].project_id)
     assert code(client.post(f"/targets/{site}/scans")) == "project_paused"
 
