@@ -176,7 +176,7 @@ class ScanningClient:
             except BaseException:
                 self._pacer.release(None, ticket)
                 raise
-            self._pacer.release(response.headers, ticket)
+            self._pacer.release(response.headers, ticket, success=response.is_success)
             self.stats.record_request(label, response.status_code)
             self._note_version(response.headers.get("service-version"))
             log.debug("%s %s -> %d in %.3fs", method, path, response.status_code, time.perf_counter() - started)
@@ -314,6 +314,14 @@ class ScanningClient:
 
     def get_issue(self, issue_id: str) -> dict[str, Any]:
         return self.request("GET", "/issues/{issue_id}", path_params={"issue_id": issue_id})
+
+    def unlock_fix(self, issue_id: str, *, idempotency_key: str) -> dict[str, Any]:
+        """Spends fix quota unless already unlocked: the key makes a retried unlock free."""
+        return self.request("POST", "/issues/{issue_id}/fix", path_params={"issue_id": issue_id}, json={},
+                            idempotency_key=idempotency_key)
+
+    def get_fix(self, issue_id: str) -> dict[str, Any]:
+        return self.request("GET", "/issues/{issue_id}/fix", path_params={"issue_id": issue_id})
 
     def start_scan(self, target_id: str, *, kind: str | None = None, idempotency_key: str) -> dict[str, Any]:
         """A new scan (201) or the running/recent one (200, ``reused`` true); both mean the target is covered."""

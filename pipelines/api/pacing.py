@@ -75,6 +75,7 @@ class Pacer:
         self.same_window = 0.5  # resets this close are one window (a service rounding differently per answer)
         self.in_flight = 0
         self.blocked_until = 0.0
+        self.headerless = False  # a successful answer came without X-RateLimit-Remaining
         # Seconds the service's clock is ahead of ours, from its Date header; only trusted beyond the header's
         # one-second resolution, so a reset is never read early because of rounding.
         self.skew = 0.0
@@ -93,6 +94,8 @@ class Pacer:
             return self.blocked_until - now, False
         self._roll_over(now)
         if self.remaining is None:
+            if self.headerless:
+                return 0.0, False  # a service (or proxy) that never tells: only 429s and Retry-After pace us
             # Nothing known yet: one probe at a time until the first headers arrive.
             return (0.0, False) if self.in_flight == 0 else (0.05, True)
         available = self.remaining - self.in_flight - self.reserve
@@ -142,10 +145,15 @@ class Pacer:
             self._sleep(wait)
             self._waited(wait)
 
-    def release(self, headers: Mapping[str, str] | None, ticket: int | None = None) -> None:
-        """Account an answer (``None`` when no answer came back) and wake threads waiting for one."""
+    def release(self, headers: Mapping[str, str] | None, ticket: int | None = None, success: bool = False) -> None:
+        """Account an answer (``None`` when no answer came back) and wake threads waiting for one.
+
+        ``success`` says the answer was a 2xx, which the contract says carries the rate-limit headers.
+        """
         with self._cond:
             self.in_flight = max(0, self.in_flight - 1)
+            if headers is not None and success:
+                self.headerless = headers.get("x-ratelimit-remaining") is None
             self._observe(headers, ticket)
             self._cond.notify_all()
 

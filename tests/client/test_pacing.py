@@ -176,3 +176,12 @@ def test_alone_no_foreign_rate_is_imagined() -> None:
         clock.now += 0.2
         pacer.release(headers(100, remaining, T + 60), ticket)
     assert pacer.foreign_rate == 0
+
+
+def test_a_service_without_rate_headers_is_not_throttled_to_one_request() -> None:
+    pacer = Pacer(clock=FakeClock(T).time)
+    pacer.release({"request-id": "r"}, pacer.acquire(), success=True)
+    pacer.acquire()
+    assert pacer._wait_needed(T) == (0.0, False) and pacer.headerless
+    pacer.release(headers(100, 50, T + 60), pacer.acquire(), success=True)
+    assert not pacer.headerless

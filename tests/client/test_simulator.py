@@ -123,6 +123,11 @@ def test_writes_are_idempotent_over_http(sim) -> None:
         marked = client.mark_issue(issue["id"], "accepted_risk", "Accepted until the next release.")
         assert marked["status"] == "accepted_risk"
         assert client.mark_issue(issue["id"], "open")["status"] == "open"
+        fix = client.unlock_fix(issue["id"], idempotency_key="test-fix-1")
+        assert client.unlock_fix(issue["id"], idempotency_key="test-fix-1") == fix
+        assert client.get_fix(issue["id"])["issue_id"] == issue["id"]
+        assert client.recheck_issue(issue["id"], idempotency_key="test-recheck-1")["issue_id"] == issue["id"]
+        assert client.get_issue(issue["id"])["id"] == issue["id"]
 
 
 def test_the_key_never_shows_over_real_http(sim, caplog: pytest.LogCaptureFixture) -> None:
