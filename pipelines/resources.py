@@ -42,6 +42,12 @@ class ScanningServiceResource(dg.ConfigurableResource):
         base_url, api_key = settings.service(
             {"SCANWATCH_BASE_URL": self.base_url, "SCANWATCH_API_KEY": self.api_key}
         )
+        if not (api_key.isascii() and api_key.isprintable()) or any(c.isspace() for c in api_key):
+            # httpx would fail deep in header encoding with a message that names nothing to fix.
+            raise settings.ConfigError(
+                "SCANWATCH_API_KEY holds characters no API key has (spaces, line breaks or non-ASCII): "
+                "copy the key (rst_...) again from Settings, API keys"
+            )
         client = ScanningClient(
             base_url, api_key, transport=self.transport(), timeout=self.timeout_seconds,
             concurrency=self.concurrency, page_size=self.page_size,
