@@ -143,8 +143,14 @@ def make_endpoint(rt: Runtime, spec: RouteSpec) -> Callable[[Request], Awaitable
             if who == "-":
                 rt.count(spec.method, template, who)
             return error_response(err, lang)
+        except Exception:
+            # A simulator bug still answers in the contract's envelope, and the trace goes to the log.
+            logging.getLogger("scanwatch.simulator").exception("unexpected error on %s %s", spec.method, template)
+            if idem:
+                rt.idempotency.release(*idem)
+            return error_response(ApiError(500, "internal_error"), lang)
         except BaseException:
-            # A client gone mid-request (cancelled task) or a bug: never leave the key "in progress" forever.
+            # A client gone mid-request (cancelled task): never leave the key "in progress" forever.
             if idem:
                 rt.idempotency.release(*idem)
             raise

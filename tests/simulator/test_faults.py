@@ -123,3 +123,14 @@ def test_list_changes_while_paging_remove(sim: Simulator, client: httpx.Client, 
     sim.clear_faults()
     # a client recovers by starting over
     assert client.get(f"/projects/{pid}/{kind}", params={"limit": 5}).status_code == 200
+
+
+def test_unexpected_error_is_an_enveloped_500(sim: Simulator, client: httpx.Client, monkeypatch) -> None:
+    from simulator import views
+
+    def boom(*a: object) -> None:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(views, "account", boom)
+    r = client.get("/account")
+    assert (r.status_code, code(r)) == (500, "internal_error")
