@@ -9,16 +9,17 @@ import dagster as dg
 from pipelines.jobs import refresh_job, scans_job
 
 refresh_schedule = dg.ScheduleDefinition(
-    name="refresh_every_15_minutes",
+    name="refresh_schedule",
     job=refresh_job,
     cron_schedule=os.environ.get("SCANWATCH_REFRESH_CRON", "*/15 * * * *"),
     default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Account, projects and issues; a full reconcile of each project every 6 hours.",
+    description="Account, projects and issues (SCANWATCH_REFRESH_CRON, every 15 minutes by default); "
+    "a full reconcile of each project every 6 hours.",
 )
 scans_schedule = dg.ScheduleDefinition(
-    name="scans_every_hour",
+    name="scans_schedule",
     job=scans_job,
     cron_schedule=os.environ.get("SCANWATCH_SCANS_CRON", "0 * * * *"),
     default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Scan history of the projects that moved.",
+    description="Scan history of the projects that moved (SCANWATCH_SCANS_CRON, hourly by default).",
 )

@@ -27,5 +27,8 @@ def projects_and_targets(
             raise RuntimeError("no account in the history yet: materialize the account asset first")
         body = step.client.list_projects()
         result = step.add(merge_projects(step.conn, step.workspace_id, body, now=step.now))
-    yield dg.MaterializeResult(asset_key="projects", metadata={**step.metadata, "projects": result.rows["projects"]})
-    yield dg.MaterializeResult(asset_key="targets", metadata={"targets": result.rows["targets"]})
+    targets_rows = result.rows["targets"] + result.rows["targets"]  # current rows and their score snapshots
+    yield dg.MaterializeResult(asset_key="projects", metadata={
+        **step.metadata, "rows_written": step.rows_written - targets_rows, "projects": result.rows["projects"]})
+    yield dg.MaterializeResult(asset_key="targets", metadata={"rows_written": targets_rows,
+                                                              "targets": result.rows["targets"]})

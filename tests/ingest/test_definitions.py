@@ -22,9 +22,9 @@ def test_code_location_has_the_promised_graph(env):
     assert {"issue_ids_unique", "fixed_exactly_when_fixed_at", "last_seen_not_before_first_seen",
             "issue_targets_exist", "no_issues_of_unverified_targets"} <= checks
     schedules = {s.name: s for s in defs.schedules}
-    assert schedules["refresh_every_15_minutes"].cron_schedule == "*/15 * * * *"
-    assert schedules["scans_every_hour"].cron_schedule == "0 * * * *"
-    assert schedules["refresh_every_15_minutes"].default_status == dg.DefaultScheduleStatus.RUNNING
+    assert schedules["refresh_schedule"].cron_schedule == "*/15 * * * *"
+    assert schedules["scans_schedule"].cron_schedule == "0 * * * *"
+    assert schedules["refresh_schedule"].default_status == dg.DefaultScheduleStatus.RUNNING
     assert schedules["scheduled_scans_schedule"].default_status == dg.DefaultScheduleStatus.STOPPED
     sensor = next(s for s in defs.sensors if s.name == "scan_finished_sensor")
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
