@@ -19,7 +19,7 @@ from urllib.parse import quote
 import httpx
 
 from .errors import ApiConnectionError, ApiError, ApiTimeoutError, MalformedResponseError, from_response
-from .pacing import Pacer
+from .pacing import Pacer, shared_pacer
 from .paging import collect_latest, iter_unique, walk
 from .retry import RetryPolicy
 from .stats import RequestStats
@@ -87,6 +87,7 @@ class ScanningClient:
         clock: Callable[[], float] = time.time,
         max_restarts: int = 5,
         retry: RetryPolicy | None = None,
+        share_pacer: bool = True,
     ) -> None:
         if not 1 <= page_size <= 100:
             raise ValueError("page_size must be between 1 and 100 (the service's limit)")
@@ -99,7 +100,9 @@ class ScanningClient:
         self.stats = RequestStats()
         self._sleep = sleep
         self._retry = retry or RetryPolicy(max_attempts=max_attempts)
-        self._pacer = Pacer(clock=clock, sleep=sleep, stats=self.stats)
+        # One pacer per key and process (see shared_pacer), unless asked for a private one.
+        self._pacer = shared_pacer(self.base_url, api_key, clock=clock, sleep=sleep) if share_pacer else Pacer(
+            clock=clock, sleep=sleep)
         self._version_lock = threading.Lock()
         self._http = httpx.Client(
             base_url=self.base_url + "/",
@@ -160,12 +163,12 @@ class ScanningClient:
         attempt = 0
         while True:
             attempt += 1
-            ticket = self._pacer.acquire()
+            ticket = self._pacer.acquire(self.stats)
             started = time.perf_counter()
             try:
                 response = self._http.request(method, path.lstrip("/"), params=params, json=json, headers=headers)
             except httpx.RequestError as exc:
-                self._pacer.release(None, ticket)
+                self._pacer.release(None, ticket, stats=self.stats)
                 self.stats.record_request(label, None)
                 log.debug("%s %s -> %s in %.3fs", method, path, type(exc).__name__, time.perf_counter() - started)
                 delay = self._retry.delay_for_failure(attempt) if _transient(exc) else None
@@ -174,9 +177,9 @@ class ScanningClient:
                 self._pause(delay)
                 continue
             except BaseException:
-                self._pacer.release(None, ticket)
+                self._pacer.release(None, ticket, stats=self.stats)
                 raise
-            self._pacer.release(response.headers, ticket, success=response.is_success)
+            self._pacer.release(response.headers, ticket, success=response.is_success, stats=self.stats)
             self.stats.record_request(label, response.status_code)
             self._note_version(response.headers.get("service-version"))
             log.debug("%s %s -> %d in %.3fs", method, path, response.status_code, time.perf_counter() - started)

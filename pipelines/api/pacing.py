@@ -13,8 +13,10 @@ meeting 429s that our burst caused, and our own share adapts to what it spends.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 
@@ -126,8 +128,12 @@ class Pacer:
 
     # -- the protocol ------------------------------------------------------------------------------------------
 
-    def acquire(self) -> int:
-        """Wait until a request may go; the ticket returned goes back with ``release``."""
+    def acquire(self, stats: RequestStats | None = None) -> int:
+        """Wait until a request may go; the ticket returned goes back with ``release``.
+
+        ``stats`` (the calling client's, when several clients share this pacer) receives the time waited.
+        """
+        stats = stats or self._stats
         while True:
             with self._cond:
                 now = self._clock()
@@ -140,12 +146,13 @@ class Pacer:
                 if for_answer:
                     started = time.monotonic()
                     self._cond.wait(timeout=wait)
-                    self._waited(time.monotonic() - started)
+                    _add_wait(stats, time.monotonic() - started)
                     continue
             self._sleep(wait)
-            self._waited(wait)
+            _add_wait(stats, wait)
 
-    def release(self, headers: Mapping[str, str] | None, ticket: int | None = None, success: bool = False) -> None:
+    def release(self, headers: Mapping[str, str] | None, ticket: int | None = None, success: bool = False,
+                stats: RequestStats | None = None) -> None:
         """Account an answer (``None`` when no answer came back) and wake threads waiting for one.
 
         ``success`` says the answer was a 2xx, which the contract says carries the rate-limit headers.
@@ -154,7 +161,7 @@ class Pacer:
             self.in_flight = max(0, self.in_flight - 1)
             if headers is not None and success:
                 self.headerless = headers.get("x-ratelimit-remaining") is None
-            self._observe(headers, ticket)
+            self._observe(headers, ticket, stats or self._stats)
             self._cond.notify_all()
 
     def block_for(self, seconds: float) -> None:
@@ -165,7 +172,7 @@ class Pacer:
             # Past the block, the headers of the next answer decide again (one probe at a time).
             self.remaining, self.reset, self.reset_reported = None, None, None
 
-    def _observe(self, headers: Mapping[str, str] | None, ticket: int | None = None) -> None:
+    def _observe(self, headers: Mapping[str, str] | None, ticket: int | None, stats: RequestStats | None) -> None:
         if headers is None:
             return  # no answer: whether the service counted the request is unknown
         limit = _num(headers.get("x-ratelimit-limit"))
@@ -179,8 +186,8 @@ class Pacer:
                 self.remaining -= 1  # an error answer without headers still spent one request
             return
         remaining_i = int(remaining)
-        if self._stats is not None:
-            self._stats.record_limits(self.limit, remaining_i, reset)
+        if stats is not None:
+            stats.record_limits(self.limit, remaining_i, reset)
         # Windows are told apart by the reported reset; sleeping uses it on our own clock.
         local_reset = None
         if reset is not None:
@@ -212,6 +219,32 @@ class Pacer:
         offset = server_now + 0.5 - self._clock()
         self.skew = offset if abs(offset) > 2.0 else 0.0
 
-    def _waited(self, seconds: float) -> None:
-        if self._stats is not None and seconds > 0:
-            self._stats.add_wait(seconds)
+
+def _add_wait(stats: RequestStats | None, seconds: float) -> None:
+    if stats is not None and seconds > 0:
+        stats.add_wait(seconds)
+
+
+_SHARED: OrderedDict[tuple[object, ...], Pacer] = OrderedDict()
+_SHARED_LOCK = threading.Lock()
+_SHARED_MAX = 32
+
+
+def shared_pacer(base_url: str, api_key: str, *, clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep) -> Pacer:
+    """The one pacer of a key in this process.
+
+    The budget belongs to the key, not to a client object: Dagster builds a new client for every asset and run,
+    and each would otherwise start blind (its first request a probe into a window another client had spent).
+    Clients with their own clock or sleep (tests) get their own pacer. Only a digest of the key is kept.
+    """
+    digest = hashlib.sha256(api_key.encode()).hexdigest()
+    key = (base_url.rstrip("/"), digest, clock, sleep)
+    with _SHARED_LOCK:
+        pacer = _SHARED.get(key)
+        if pacer is None:
+            pacer = _SHARED[key] = Pacer(clock=clock, sleep=sleep)
+            while len(_SHARED) > _SHARED_MAX:
+                _SHARED.popitem(last=False)
+        _SHARED.move_to_end(key)
+        return pacer

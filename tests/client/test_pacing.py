@@ -120,7 +120,8 @@ def test_threads_share_one_budget_over_real_time() -> None:
     """Four threads against a 0.5 s window of 15 requests: overlap, yet no 429."""
     limiter = WindowLimiter(lambda r: ok({"object": "project", "id": "p"}), time.time, limit=15, window=0.5,
                             latency=0.01, sleep=time.sleep)
-    client = ScanningClient("http://x/v1", "rst_k", transport=httpx.MockTransport(limiter), concurrency=4)
+    client = ScanningClient("http://x/v1", "rst_k", transport=httpx.MockTransport(limiter), concurrency=4,
+                            share_pacer=False)
     client.pacer.margin = 0.02
     seen_threads: set[str] = set()
 
@@ -132,9 +133,9 @@ def test_threads_share_one_budget_over_real_time() -> None:
     started = time.time()
     assert client.map(one, range(40)) == list(range(40))
     elapsed = time.time() - started
-    assert limiter.refused == 0
+    assert limiter.refused == 0, client.stats.snapshot()
     assert len(seen_threads) > 1
-    assert elapsed < 4
+    assert elapsed < 8, elapsed  # about 1.5 s: 40 requests at 14 a window of 0.5 s (loose for loaded CI hosts)
 
 
 def test_reset_read_on_the_service_clock_when_clocks_disagree() -> None:
@@ -185,3 +186,15 @@ def test_a_service_without_rate_headers_is_not_throttled_to_one_request() -> Non
     assert pacer._wait_needed(T) == (0.0, False) and pacer.headerless
     pacer.release(headers(100, 50, T + 60), pacer.acquire(), success=True)
     assert not pacer.headerless
+
+
+def test_clients_of_one_key_share_one_pacer() -> None:
+    a = ScanningClient("http://svc.test/v1", "rst_shared_1", transport=httpx.MockTransport(lambda r: ok({})))
+    b = ScanningClient("http://svc.test/v1/", "rst_shared_1", transport=httpx.MockTransport(lambda r: ok({})))
+    c = ScanningClient("http://svc.test/v1", "rst_shared_2", transport=httpx.MockTransport(lambda r: ok({})))
+    d = ScanningClient("http://svc.test/v1", "rst_shared_1", share_pacer=False)
+    assert a.pacer is b.pacer and a.pacer is not c.pacer and d.pacer is not a.pacer
+    a.pacer.release(headers(120, 0, time.time() + 30), success=True)
+    assert b.pacer.remaining == 0  # what one client learnt, the next one knows
+    for client in (a, b, c, d):
+        client.close()
