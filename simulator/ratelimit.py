@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -26,7 +27,7 @@ class Decision:
 
 
 class RateLimiter:
-    def __init__(self, limit: int, window: float, now: callable = time.time) -> None:  # type: ignore[valid-type]
+    def __init__(self, limit: int, window: float, now: Callable[[], float] = time.time) -> None:
         self.limit = limit
         self.window = window
         self._now = now
