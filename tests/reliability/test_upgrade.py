@@ -1,0 +1,83 @@
+"""Upgrades: a history written by the first schema version is carried forward by the current code in
+place, every row still there, and syncs on as if it had always been current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.storage import connect, migrate, schema_version
+from pipelines.storage import db as storage_db
+from simulator.testing import SimConfig, serve_simulator
+from tests.reliability.harness import diff, dump, sync_in_process
+
+ALL_TABLES = {
+    "accounts": "workspace_id", "projects": "id", "targets": "id", "scans": "id", "issues": "id",
+    "issue_events": "issue_id, event, observed_at", "score_snapshots": "observed_at, project_id, target_id",
+    "quota_snapshots": "observed_at, quota", "sync_runs": "run_id, asset, started_at",
+    "project_sync_state": "project_id", "ingest_warnings": "entity, entity_id, field",
+}
+
+
+def _config() -> SimConfig:
+    return SimConfig(seed=83, scale="small", clock="driven", control=True, rate_limit=100000)
+
+
+def _everything(db: Path) -> dict[str, list[tuple]]:
+    """Every row of every table, observation timestamps included: an upgrade may change none of them."""
+    with duckdb.connect(str(db), read_only=True) as conn:
+        conn.execute("SET TimeZone = 'UTC'")
+        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY {order}").fetchall() for t, order in ALL_TABLES.items()}
+
+
+def _indexes(db: Path) -> set[str]:
+    with duckdb.connect(str(db), read_only=True) as conn:
+        return {r[0] for r in conn.execute("SELECT index_name FROM duckdb_indexes()").fetchall()}
+
+
+def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path, monkeypatch):
+    assert max(v for v, _ in storage_db._migrations()) >= 2, "no migration after the first to upgrade to"
+    old, ref = tmp_path / "old.duckdb", tmp_path / "reference.duckdb"
+    with serve_simulator(_config()) as ref_sim:  # the same world, always on the current schema
+        assert sync_in_process(ref_sim, ref).success
+        ref_sim.run_round()
+        assert sync_in_process(ref_sim, ref).success
+    with serve_simulator(_config()) as sim:
+        # A scanwatch that knew only the first migration writes the history through a real sync.
+        real = storage_db._migrations
+        with monkeypatch.context() as m:
+            m.setattr(storage_db, "_migrations", lambda: [(v, n) for v, n in real() if v <= 1])
+            assert sync_in_process(sim, old).success
+        with duckdb.connect(str(old)) as conn:
+            assert schema_version(conn) == 1
+        before = _everything(old)
+        assert before["issues"] and before["issue_events"] and before["scans"]
+        assert not _indexes(old) & {"issue_events_observed_at", "issues_project_status"}
+
+        conn = connect(old)  # the current code opens it: the upgrade
+        try:
+            assert schema_version(conn) == max(v for v, _ in real())
+            assert migrate(conn) == []  # nothing left to apply the second time
+        finally:
+            conn.close()
+        assert _everything(old) == before
+        assert {"issue_events_observed_at", "issues_project_status", "scans_project_created_at"} <= _indexes(old)
+
+        sim.run_round()
+        outcome = sync_in_process(sim, old)
+        assert outcome.success, outcome.error
+    assert diff(dump(old), dump(ref)) == {}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (storage_db.sql_dir() / "migrations").glob("0*.sql")
+                                        if not p.name.startswith("001")))
+def test_each_later_migration_can_be_applied_twice_without_harm(tmp_path, name):
+    """IF NOT EXISTS everywhere: a history upgraded by hand, or half-way by an older tool, still upgrades."""
+    conn = duckdb.connect(str(tmp_path / "h.duckdb"))
+    try:
+        migrate(conn)
+        conn.execute(storage_db.read_sql(f"migrations/{name}"))
+    finally:
+        conn.close()
