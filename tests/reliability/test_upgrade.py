@@ -3,6 +3,9 @@ place, every row still there, and syncs on as if it had always been current."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -11,7 +14,7 @@ import pytest
 from pipelines.storage import connect, migrate, schema_version
 from pipelines.storage import db as storage_db
 from simulator.testing import SimConfig, serve_simulator
-from tests.reliability.harness import diff, dump, sync_in_process
+from tests.reliability.harness import ROOT, diff, dump, service_env, sync_in_process
 
 ALL_TABLES = {
     "accounts": "workspace_id", "projects": "id", "targets": "id", "scans": "id", "issues": "id",
@@ -81,3 +84,26 @@ def test_each_later_migration_can_be_applied_twice_without_harm(tmp_path, name):
         conn.execute(storage_db.read_sql(f"migrations/{name}"))
     finally:
         conn.close()
+
+
+def test_a_sync_killed_while_it_upgrades_the_history_leaves_version_1_whole_and_the_next_one_upgrades(
+        tmp_path, monkeypatch, figures):
+    """The upgrade runs in one transaction: SIGKILL before its commit leaves the old schema and every row."""
+    db = tmp_path / "old.duckdb"
+    with serve_simulator(_config()) as sim:
+        real = storage_db._migrations
+        with monkeypatch.context() as m:
+            m.setattr(storage_db, "_migrations", lambda: [(v, n) for v, n in real() if v <= 1])
+            assert sync_in_process(sim, db).success
+        before = _everything(db)
+        killed = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], cwd=ROOT,
+                                env=service_env(sim, db, SCANWATCH_KILL_AT="migrate.before_commit"),
+                                capture_output=True, text=True, timeout=300)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        figures["crashes: kill points tried"] += 1
+        with duckdb.connect(str(db)) as conn:
+            assert schema_version(conn) == 1
+        assert _everything(db) == before
+        assert sync_in_process(sim, db).success
+        with duckdb.connect(str(db)) as conn:
+            assert schema_version(conn) == max(v for v, _ in real())
