@@ -18,10 +18,10 @@ from urllib.parse import quote
 
 import httpx
 
-from .errors import ApiConnectionError, ApiError, ApiTimeoutError, MalformedResponseError, from_response
+from .errors import MalformedResponseError, connection_error, from_response
 from .pacing import Pacer, shared_pacer
 from .paging import collect_latest, iter_unique, walk
-from .retry import RetryPolicy
+from .retry import RetryPolicy, transient
 from .stats import RequestStats
 
 log = logging.getLogger("scanwatch.api")
@@ -41,13 +41,6 @@ def mask_key(api_key: str) -> str:
     """What may be shown of a credential: its kind, never its secret part."""
     prefix = api_key[:4] if api_key[:4] in ("rst_", "rat_") else ""
     return f"{prefix}…"
-
-
-def _transient(exc: httpx.RequestError) -> bool:
-    """Worth another attempt: the network or the service hiccuped, not a request that can never be sent."""
-    if isinstance(exc, httpx.LocalProtocolError | httpx.UnsupportedProtocol | httpx.TooManyRedirects):
-        return False
-    return isinstance(exc, httpx.TransportError | httpx.DecodingError)
 
 
 def _check_envelope(body: Any) -> dict[str, Any]:
@@ -171,9 +164,9 @@ class ScanningClient:
                 self._pacer.release(None, ticket, stats=self.stats)
                 self.stats.record_request(label, None)
                 log.debug("%s %s -> %s in %.3fs", method, path, type(exc).__name__, time.perf_counter() - started)
-                delay = self._retry.delay_for_failure(attempt) if _transient(exc) else None
+                delay = self._retry.delay_for_failure(attempt) if transient(exc) else None
                 if delay is None:
-                    raise self._connection_error(exc, method, route) from None
+                    raise connection_error(exc, self.base_url, method, route) from None
                 self._pause(delay)
                 continue
             except BaseException:
@@ -230,43 +223,6 @@ class ScanningClient:
         previous = self.stats.record_version(version)
         if previous is not None:
             log.warning("the service's version changed from %s to %s between responses", previous, version)
-
-    def _connection_error(self, exc: httpx.RequestError, method: str, route: str) -> ApiError:
-        kind = type(exc).__name__
-        if isinstance(exc, httpx.TimeoutException):
-            return ApiTimeoutError(
-                f"no answer from {self.base_url} within the timeout ({kind})",
-                method=method, route=route,
-                summary=f"{method} {route} timed out ({kind}) against {self.base_url} after every retry: "
-                "the service is slow or unreachable; check SCANWATCH_BASE_URL and the network",
-            )
-        if isinstance(exc, httpx.UnsupportedProtocol):
-            return ApiConnectionError(
-                f"{self.base_url} is not an http(s) address ({kind})",
-                method=method, route=route,
-                summary=f"{self.base_url} is not an http(s) address: set SCANWATCH_BASE_URL to the API address "
-                "ending in /v1",
-            )
-        if isinstance(exc, httpx.LocalProtocolError):
-            return ApiConnectionError(
-                f"the request could not be sent ({kind})",
-                method=method, route=route,
-                summary=f"{method} {route} could not be sent ({kind}): check SCANWATCH_API_KEY and SCANWATCH_BASE_URL "
-                "for stray characters",
-            )
-        if isinstance(exc, httpx.ConnectError):
-            return ApiConnectionError(
-                f"could not connect to {self.base_url} ({kind})",
-                method=method, route=route,
-                summary=f"Could not connect to {self.base_url} ({kind}: connection refused or host unknown): "
-                "check SCANWATCH_BASE_URL and that the service is running",
-            )
-        return ApiConnectionError(
-            f"the connection to {self.base_url} failed ({kind})",
-            method=method, route=route,
-            summary=f"{method} {route}: the connection to {self.base_url} dropped ({kind}) on every retry: "
-            "check SCANWATCH_BASE_URL and the network",
-        )
 
     # -- lists ---------------------------------------------------------------------------------------------------
 

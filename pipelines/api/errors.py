@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 # Scope each route needs when the credential is an OAuth token (rat_...); the spec's Authentication table.
 ROUTE_SCOPES: dict[str, str] = {
     "GET /account": "scans:read",
@@ -262,4 +264,43 @@ def from_response(
         retry_after=parse_retry_after(headers.get("retry-after")),
         upgrade_url=err.get("upgrade_url") if isinstance(err.get("upgrade_url"), str) else None,
         summary=summary,
+    )
+
+
+def connection_error(exc: httpx.RequestError, base_url: str, method: str, route: str) -> ApiError:
+    """No answer at all, told as what to check: the address, the network, or stray characters in the settings."""
+    kind = type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        return ApiTimeoutError(
+            f"no answer from {base_url} within the timeout ({kind})",
+            method=method, route=route,
+            summary=f"{method} {route} timed out ({kind}) against {base_url} after every retry: "
+            "the service is slow or unreachable; check SCANWATCH_BASE_URL and the network",
+        )
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return ApiConnectionError(
+            f"{base_url} is not an http(s) address ({kind})",
+            method=method, route=route,
+            summary=f"{base_url} is not an http(s) address: set SCANWATCH_BASE_URL to the API address "
+            "ending in /v1",
+        )
+    if isinstance(exc, httpx.LocalProtocolError):
+        return ApiConnectionError(
+            f"the request could not be sent ({kind})",
+            method=method, route=route,
+            summary=f"{method} {route} could not be sent ({kind}): check SCANWATCH_API_KEY and SCANWATCH_BASE_URL "
+            "for stray characters",
+        )
+    if isinstance(exc, httpx.ConnectError):
+        return ApiConnectionError(
+            f"could not connect to {base_url} ({kind})",
+            method=method, route=route,
+            summary=f"Could not connect to {base_url} ({kind}: connection refused or host unknown): "
+            "check SCANWATCH_BASE_URL and that the service is running",
+        )
+    return ApiConnectionError(
+        f"the connection to {base_url} failed ({kind})",
+        method=method, route=route,
+        summary=f"{method} {route}: the connection to {base_url} dropped ({kind}) on every retry: "
+        "check SCANWATCH_BASE_URL and the network",
     )

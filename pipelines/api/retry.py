@@ -12,6 +12,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import httpx
+
 from .errors import ApiError
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -53,3 +55,10 @@ class RetryPolicy:
         if attempt >= self.max_attempts:
             return None
         return self.backoff(attempt)
+
+
+def transient(exc: httpx.RequestError) -> bool:
+    """Worth another attempt: the network or the service hiccuped, not a request that can never be sent."""
+    if isinstance(exc, httpx.LocalProtocolError | httpx.UnsupportedProtocol | httpx.TooManyRedirects):
+        return False
+    return isinstance(exc, httpx.TransportError | httpx.DecodingError)

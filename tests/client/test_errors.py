@@ -153,3 +153,18 @@ def test_unexpected_exception_does_not_leak_an_in_flight_slot() -> None:
     with pytest.raises(RuntimeError):
         client.get_account()
     assert client.pacer.in_flight == 0
+
+
+def test_timeouts_and_drops_after_every_retry_are_one_line() -> None:
+    def slow(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    def dropped(request: httpx.Request) -> httpx.Response:
+        raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+
+    for handler, words in ((slow, "timed out"), (dropped, "dropped")):
+        client = client_for(handler, max_attempts=2)
+        with pytest.raises(ApiConnectionError) as info:
+            client.get_account()
+        text = str(info.value)
+        assert words in text and "SCANWATCH_BASE_URL" in text and "\n" not in text and client.stats.requests == 2
