@@ -38,6 +38,10 @@ def run(args: argparse.Namespace) -> int:
     snapshot = args.snapshot or paths().snapshot
     from exporters.server import serve
 
+    # A snapshot renders in a background thread; a short GIL switch interval lets concurrent scrapes
+    # (socket I/O, a few small writes) through without waiting out the default 5 ms slices of that work.
+    sys.setswitchinterval(0.0005)
+
     try:
         server, _thread = serve(snapshot, address=args.listen_address, port=args.port, certfile=args.tls_cert,
                                 keyfile=args.tls_key, critical_info_limit=max(0, args.critical_issue_info))

@@ -21,6 +21,7 @@ class SnapshotState:
     readable: bool  # whether the current file on disk parsed
     load_errors: int  # failed loads since the exporter started
     loads: int  # successful (re)loads since the exporter started
+    key: object = None  # identity of the file on disk when this state was taken (see SnapshotSource.peek)
 
 
 class SnapshotSource:
@@ -46,7 +47,15 @@ class SnapshotSource:
     def get(self) -> SnapshotState:
         with self._lock:
             self._refresh()
-            return SnapshotState(self._doc, self._readable, self._errors, self._loads)
+            return SnapshotState(self._doc, self._readable, self._errors, self._loads, self._key)
+
+    def peek(self) -> object:
+        """The file's identity now (a stat, no read): compare with SnapshotState.key to see a change."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return "missing"
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def _refresh(self) -> None:
         try:

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -291,3 +292,60 @@ def test_a_snapshot_that_parses_but_is_malformed_never_fails_a_scrape(snap_path,
     fresh.register(SecscanCollector(SnapshotSource(snap_path)))
     s = samples(generate_latest(fresh).decode())  # nothing good seen yet: only the health series
     assert value(s, "secscan_snapshot_readable") == 0 and "secscan_project_score" not in s
+
+
+def test_cached_exposition_is_identical_to_prometheus_client_rendering(snap_path, snapshot):
+    from prometheus_client import CollectorRegistry
+
+    collector = SecscanCollector(SnapshotSource(snap_path), critical_info_limit=5, clock=lambda: 1.8e9)
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(collector)
+    assert collector.exposition(wait=True) == generate_latest(reg)
+    assert collector.exposition(wait=True) == generate_latest(reg)  # served from the per-snapshot cache
+    changed = json.loads(json.dumps(snapshot))
+    changed["tables"]["projects"][0]["project"] = 'Sh"op\\x\nnew'  # label values that need escaping
+    write_snapshot(changed, snap_path)
+    body = collector.exposition(wait=True)
+    assert body == generate_latest(reg)
+    assert 'project="Sh\\"op\\\\x\\nnew"' in body.decode()
+
+
+def test_http_paths(snap_path):
+    port = free_port()
+    server, _thread = serve(snap_path, address="127.0.0.1", port=port)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/healthy", timeout=5) as resp:
+            assert resp.read() == b"ok\n"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            assert resp.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+            text = resp.read().decode()
+        families = {f.name for f in text_string_to_metric_families(text)}
+        assert {"secscan_project_score", "secscan_snapshot_readable", "process_resident_memory_bytes"} <= families
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/nope", timeout=5)
+        assert err.value.code == 404
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_scrapes_never_wait_for_a_new_snapshot_to_render(snap_path, snapshot):
+    collector = SecscanCollector(SnapshotSource(snap_path))
+
+    def score(body: bytes) -> float:
+        return value(samples(body.decode()), "secscan_project_score", project_id="p1")
+
+    assert score(collector.exposition()) == 72  # nothing rendered yet: rendered inline
+    changed = json.loads(json.dumps(snapshot))
+    changed["tables"]["projects"][0]["score"] = 55
+    write_snapshot(changed, snap_path)
+    assert score(collector.exposition()) == 72  # served at once from the previous rendering...
+    deadline = time.monotonic() + 10
+    while score(collector.exposition()) != 55:  # ...while the new file renders in the background
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    snap_path.unlink()
+    while value(samples(collector.exposition().decode()), "secscan_snapshot_readable") != 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert score(collector.exposition()) == 55  # last good data kept
