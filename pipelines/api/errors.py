@@ -187,6 +187,13 @@ class ServerError(ApiError):
 class ServiceUnavailableError(ServerError):
     """503: temporarily unavailable or the platform is busy; nothing was charged."""
 
+    def describe(self) -> str:
+        if self.code == "platform_busy":
+            wait = f"{self.retry_after:g} s" if self.retry_after is not None else "a few minutes"
+            return (f"The scanning platform is busy (503 platform_busy) for {self.method} {self.route}: nothing was "
+                    f"charged; start it again in {wait} (the same Idempotency-Key is safe)")
+        return super().describe()
+
 
 class ApiConnectionError(ApiError):
     """No HTTP answer at all: refused, dropped, reset or timed out, after every retry."""

@@ -29,7 +29,9 @@ class RetryPolicy:
     max_attempts: int = 6
     base: float = 0.5
     cap: float = 30.0
-    max_retry_after: float = 120.0
+    # Longer asks (platform_busy says minutes) are raised with ``retry_after`` rather than slept through inside
+    # one call: the caller (a schedule's next tick) is the better place to wait.
+    max_retry_after: float = 60.0
     rand: Callable[[], float] = random.random
 
     def backoff(self, attempt: int) -> float:

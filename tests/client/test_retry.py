@@ -143,8 +143,9 @@ def test_full_jitter_bounds() -> None:
 
 def test_retry_after_beyond_the_ceiling_raises() -> None:
     busy = error(503, "platform_busy")
-    busy.headers["Retry-After"] = "900"
+    busy.headers["Retry-After"] = "120"
     client = client_for(scripted(busy))
     with pytest.raises(ServerError) as info:
         client.start_scan("t", idempotency_key="k")
-    assert info.value.retry_after == 900
+    assert info.value.retry_after == 120 and client.stats.requests == 1
+    assert "nothing was charged" in str(info.value) and "120 s" in str(info.value)

@@ -68,3 +68,15 @@ def test_restarts_are_bounded_over_http() -> None:
                 pytest.raises(InvalidRequestError) as info:
             c.list_issues(pid)
         assert info.value.code == "cursor_invalid" and c.stats.restarts == 2
+
+
+def test_platform_busy_is_raised_at_once_with_its_wait() -> None:
+    from pipelines.api import ServiceUnavailableError
+
+    with serve_simulator(SimConfig(seed=3, scale="small", clock="driven", control=True, rate_limit=100000)) as sim:
+        sim.set_faults(busy_rate=1.0)
+        target = sim.target_ids(kind="domain", verified=True)[0]
+        with ScanningClient(sim.base_url, sim.api_key) as c, pytest.raises(ServiceUnavailableError) as info:
+            c.start_scan(target, idempotency_key="busy-1")
+        assert info.value.code == "platform_busy" and info.value.retry_after == 120
+        assert c.stats.requests == 1 and "nothing was charged" in str(info.value)
