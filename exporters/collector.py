@@ -1,4 +1,4 @@
-"""Turns the snapshot into Prometheus metric families, fresh on every scrape.
+"""Turns the snapshot into Prometheus metric families: once per snapshot, plus health series per scrape.
 
 Nothing here aggregates: the snapshot already holds the numbers (DuckDB computed them). This module
 only names them, attaches bounded labels and decides types. Counters come from the history, so they
