@@ -211,14 +211,15 @@ def test_new_critical_issue_fires_and_reaches_the_webhook(stack):
     stack.sync()
     after = poll("the new issue in the exporter", lambda: [
         r for r in stack.query(f'secscan_issues_opened_total{{severity="critical",project_id="{issue.project_id}"}}')
-        if float(r["value"][1]) == float(before[0]["value"][1]) + 1])
+        if float(r["value"][1]) >= float(before[0]["value"][1]) + 1])
     assert after
     firing = poll("SecscanNewCriticalIssue firing in Prometheus", lambda: [
         a for a in get_json(f"{stack.prom_url}/api/v1/alerts")["data"]["alerts"]
         if a["labels"]["alertname"] == "SecscanNewCriticalIssue" and a["state"] == "firing"], timeout=30)
-    assert {a["labels"]["project_id"] for a in firing} == {issue.project_id}
-    delivered = poll("the webhook receiving the alert from Alertmanager",
-                     lambda: stack.webhook.alerts("SecscanNewCriticalIssue"), timeout=30)
+    assert issue.project_id in {a["labels"]["project_id"] for a in firing}
+    delivered = poll("the webhook receiving the alert from Alertmanager", lambda: [
+        a for a in stack.webhook.alerts("SecscanNewCriticalIssue") if a["labels"]["project_id"] == issue.project_id],
+        timeout=30)
     alert = delivered[0]
     assert alert["labels"]["project_id"] == issue.project_id and alert["labels"]["severity"] == "page"
     assert {"summary", "description", "runbook"} <= set(alert["annotations"])
