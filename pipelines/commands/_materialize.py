@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 
@@ -20,24 +21,31 @@ class Outcome:
     error: object | None = None
     failed_checks: list[str] = field(default_factory=list)
     run_id: str | None = None
+    warnings: list[str] = field(default_factory=list)  # what the assets logged as warnings
 
 
 def _value(v: object) -> object:
     return getattr(v, "value", v)
 
 
-def materialize_all(*, full_reconcile: bool = False) -> Outcome:
+def materialize_all(*, full_reconcile: bool = False, console_level: str = "WARNING") -> Outcome:
+    """One run of every asset and check. `console_level` is Dagster's console logger threshold: the CLI
+    raises it to CRITICAL, because Dagster logs a failed step as ERROR with its whole stack trace, and
+    prints the assets' warnings (`Outcome.warnings`) and the one-line reason itself."""
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
     run_config = {
         "ops": {"issues": {"config": {"full_reconcile": full_reconcile}},
                 "scans": {"config": {"all_projects": full_reconcile}}},
-        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+        "loggers": {"console": {"config": {"log_level": console_level}}},
     }
     result = dg.materialize(
         [*ALL_ASSETS, *history_checks], resources=default_resources(), instance=instance,
         run_config=run_config, raise_on_error=False, tags={"scanwatch/trigger": "cli"},
     )
     outcome = Outcome(success=result.success, run_id=result.run_id)
+    # Warnings only: Dagster's own ERROR lines ("Dependencies for step ... Not executing") repeat the failure.
+    outcome.warnings = [entry.user_message for entry in instance.all_logs(result.run_id)
+                        if entry.dagster_event is None and logging.WARNING <= entry.level < logging.ERROR]
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
         outcome.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}

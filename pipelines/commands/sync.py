@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import time
 
@@ -19,11 +20,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _root_cause(error) -> str:
-    """The innermost message of a Dagster error chain: the user's exception, not Dagster's wrapper."""
+    """The innermost message of a Dagster error chain: the user's exception, not Dagster's wrapper.
+
+    scanwatch's own errors are written for people, so the Python class path Dagster puts in front of them
+    ("pipelines.api.errors.PermissionDeniedError: ") is dropped; other exceptions keep their class name.
+    """
     while getattr(error, "cause", None) is not None:
         error = error.cause
     message = (getattr(error, "message", None) or str(error)).strip().splitlines()
-    return message[0] if message else "unknown error"
+    line = message[0] if message else "unknown error"
+    return re.sub(r"^pipelines(\.\w+)+: ", "", line)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,8 +49,11 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.commands._materialize import materialize_all
 
     started = time.monotonic()
-    outcome = materialize_all(full_reconcile=args.full_reconcile)
+    outcome = materialize_all(full_reconcile=args.full_reconcile, console_level="CRITICAL")
     elapsed = time.monotonic() - started
+    if not args.quiet:
+        for warning in outcome.warnings:
+            print(f"  warning: {warning}", file=sys.stderr)
     if not outcome.success:
         print(f"scanwatch sync: failed in {outcome.failed_step}: {_root_cause(outcome.error)}", file=sys.stderr)
         return 1

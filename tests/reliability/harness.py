@@ -86,8 +86,10 @@ def cli(args: list[str], env: dict[str, str], timeout: float = 300) -> subproces
 
 
 def assert_one_line(stderr: str, *, must_contain: str = "") -> str:
-    """A failure the user can read: no traceback, and the reason on one `scanwatch ...:` line."""
-    assert "Traceback" not in stderr, stderr[-2000:]
+    """A failure the user can read: no traceback or stack trace (Python's or Dagster's), no framework log
+    dump, and the reason on one `scanwatch ...:` line."""
+    for noise in ("Traceback", "Stack Trace", " - dagster - ", "DagsterExecutionStepExecutionError"):
+        assert noise not in stderr, stderr[-3000:]
     lines = [ln for ln in stderr.splitlines() if ln.startswith("scanwatch ")]
     assert len(lines) == 1, stderr[-2000:]
     assert must_contain in lines[0], lines[0]
