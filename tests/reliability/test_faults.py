@@ -19,7 +19,7 @@ import pytest
 from pipelines.commands.sync import _root_cause
 from simulator.testing import SimConfig, serve_simulator
 from tests.ingest.conftest import Oracle
-from tests.reliability.harness import SOAK, Dump, diff, dump, query_rows, sync_in_process
+from tests.reliability.harness import Dump, diff, dump, query_rows, sync_in_process
 
 MIXES: dict[str, dict] = {
     "5xx_503": {"error_rate": 0.2, "unavailable_rate": 0.08},
@@ -119,7 +119,7 @@ def _core(db: Path) -> Dump:
     return dump(db, {"projects": "id", "targets": "id", "issues": "id", "scans": "id"})
 
 
-@pytest.mark.parametrize("seed", (7,) if not SOAK else (7, 8, 9, 10, 11, 12))
+@pytest.mark.parametrize("seed", [7, *(pytest.param(s, marks=pytest.mark.slow) for s in (8, 9, 10, 11, 12))])
 @pytest.mark.parametrize("mode", ("insert", "remove"))
 def test_lists_changing_while_paged_are_caught_up_to_the_world_after(seed, mode, tmp_path, figures, notes):
     """The world itself changes, so the expectation is the world after the change. A sync during the changes
