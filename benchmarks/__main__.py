@@ -1,6 +1,6 @@
 """`python -m benchmarks [--quick]`: every figure of the performance issue against the simulator.
 
-Full mode measures the large world (about 12 minutes on 2 cores); `--quick` the small and medium worlds
+Full mode measures the large world (about 14 minutes on 2 cores); `--quick` the small and medium worlds
 with short windows (about 2 minutes) and is what the test suite runs. Timings are reported, never
 asserted; request counts are deterministic for a seed and scale.
 """
@@ -117,7 +117,7 @@ def run(quick: bool, only: tuple[str, ...] = SECTIONS, seed: int = 7) -> tuple[l
     section("requests", do_requests)
     section("merge", do_merge)
     section("startup", lambda: startup.measure(2 if quick else 5))
-    setup = pacing.PacingSetup("medium", 30, 2.0) if quick else pacing.PacingSetup("large", 120, 12.0)
+    setup = pacing.PacingSetup("medium", 30, 2.0) if quick else pacing.PacingSetup("large", 120, 10.0)
     section("pacing", lambda: pacing.measure(setup, seed, workdir))
     section("peers", lambda: side_by_side.measure("small" if quick else "large", seed, 120,
                                                   2.0 if quick else 6.0, workdir))

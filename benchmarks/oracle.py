@@ -6,6 +6,7 @@ its scan pages and issue pages at `limit=100`, an empty list counting one page.
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,13 +37,22 @@ class Oracle:
     def close(self) -> None:
         self.http.close()
 
+    def get(self, path: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One page; a 429 (the simulator may be rate limited for the figure at hand) is waited out."""
+        for _ in range(30):
+            r = self.http.get(path.lstrip("/"), params=params)
+            if r.status_code != 429:
+                return r.raise_for_status().json()
+            time.sleep(float(r.headers.get("retry-after", "1")))
+        raise RuntimeError(f"{path} stayed rate limited")
+
     def walk(self, path: str) -> tuple[list[dict[str, Any]], int]:
         """Every item of a list and the number of pages it took."""
         items: list[dict[str, Any]] = []
         cursor, pages = None, 0
         while True:
             params: dict[str, Any] = {"limit": 100, **({"starting_after": cursor} if cursor else {})}
-            body = self.http.get(path.lstrip("/"), params=params).raise_for_status().json()
+            body = self.get(path, params)
             pages += 1
             items += body["data"]
             if not body["has_more"]:

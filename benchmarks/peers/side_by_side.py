@@ -5,6 +5,7 @@ severity changed). scanwatch runs as the `scanwatch sync` command, start-up incl
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,10 @@ def _scanwatch_history(db: str, expected: dict[str, list[str]]) -> dict[str, int
         conn.close()
 
 
+def _say(what: str) -> None:
+    print(f"[bench]   peers: {what}", file=sys.stderr, flush=True)
+
+
 def _row(requests: int, seconds: float, rss: float | None, ok: bool, **extra: Any) -> dict[str, Any]:
     return {"requests": requests, "seconds": round(seconds, 2), "peak_rss_mb": None if rss is None else round(rss, 1),
             "success": ok, **extra}
@@ -56,18 +61,21 @@ def measure(scale: str, seed: int, rate_limit: int, rate_window: float, workdir:
         for phase in runs:
             sim.wait_for_window()
             sw = sync_command(sim, sw_db)
+            _say(f"scanwatch {phase}: {sw.requests} requests, {sw.seconds:.1f} s")
             runs[phase]["scanwatch"] = _row(sw.requests, sw.seconds, sw.max_rss_mb, sw.success, error=sw.error)
             sim.wait_for_window()
             before = sim.request_count()
             ok, seconds, rss, out = naive.run_measured(sim.base_url, sim.api_key, naive_db)
             runs[phase]["naive"] = _row(sim.request_count() - before, seconds, rss, ok,
                                         own_count=out.get("requests"), rate_limited=out.get("rate_limited"))
+            _say(f"naive {phase}: {runs[phase]['naive']['requests']} requests, {seconds:.1f} s")
             if dlt_python:
                 sim.wait_for_window()
                 before = sim.request_count()
                 d = dlt_peer.run(dlt_python, sim.base_url, sim.api_key, dlt_dir)
                 runs[phase]["dlt"] = _row(sim.request_count() - before, d.seconds, d.max_rss_mb, d.success,
                                           error=d.error, **d.output)
+                _say(f"dlt {phase}: {runs[phase]['dlt']['requests']} requests, {d.seconds:.1f} s, ok={d.success}")
         changes = sim.run_round()
         sim.wait_for_window()
         sw_after = sync_command(sim, sw_db)

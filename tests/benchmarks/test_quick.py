@@ -1,0 +1,71 @@
+"""The quick benchmark runs end to end and reports every figure of the performance issue.
+
+Timings depend on the machine and are never asserted; request counts are deterministic for a seed and
+scale, so their goals are (first sync at the floor, an unchanged re-sync in 2 requests, one new scan
+costing only its project, the naive peer never cheaper than scanwatch).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMERIC = {
+    "first_sync_ratio", "unchanged_resync_requests", "full_reconcile_requests", "one_new_scan_requests",
+    "merge_first_ratio", "merge_resync_ratio", "startup_import_definitions", "startup_sync_help",
+    "startup_cli_help", "pacing_0ms", "pacing_300ms", "pacing_1000ms", "pacing_shared_half",
+    "peer_naive_first", "peer_naive_unchanged",
+}
+PEER_DLT = {"peer_dlt_first", "peer_dlt_unchanged", "history_dlt"}
+VERDICTS = {"pass", "fail", "info", "skipped"}
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--name", "test-quick"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=540)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "requests of a first full sync" in done.stdout  # the table was printed
+    return json.loads((ROOT / "benchmarks" / "results" / "test-quick.json").read_text())
+
+
+@pytest.mark.slow
+def test_every_figure_is_there_with_sane_types(results):
+    figures = results["figures"]
+    assert results["mode"] == "quick"
+    assert not [k for k in figures if k.endswith("_error")], [f["details"] for k, f in figures.items()
+                                                               if k.endswith("_error")]
+    missing = (NUMERIC | PEER_DLT | {"history_scanwatch"}) - set(figures)
+    assert not missing
+    for key, fig in figures.items():
+        assert fig["verdict"] in VERDICTS, key
+        assert isinstance(fig["title"], str) and isinstance(fig["goal"], str) and isinstance(fig["details"], dict)
+    for key in NUMERIC:
+        assert isinstance(figures[key]["value"], int | float), (key, figures[key]["value"])
+        assert figures[key]["value"] >= 0
+    for key in PEER_DLT:  # dlt may not be installable on a machine without a registry: then it says why
+        fig = figures[key]
+        assert fig["value"] is not None or (fig["verdict"] == "skipped" and fig["details"].get("reason")), key
+
+
+@pytest.mark.slow
+def test_request_counts_meet_their_goals(results):
+    f = results["figures"]
+    assert f["first_sync_ratio"]["value"] <= 1.10
+    assert f["first_sync_ratio"]["details"]["requests"] == f["first_sync_ratio"]["details"]["service_counted"]
+    assert f["unchanged_resync_requests"]["value"] == 2
+    assert f["one_new_scan_requests"]["verdict"] == "pass", f["one_new_scan_requests"]["details"]
+    assert f["full_reconcile_requests"]["value"] <= f["full_reconcile_requests"]["details"]["floor"]
+    assert f["peer_naive_first"]["value"] >= 1 and f["peer_naive_unchanged"]["value"] > 1
+    assert f["history_scanwatch"]["verdict"] == "pass", f["history_scanwatch"]["details"]
+
+
+@pytest.mark.slow
+def test_syncs_under_the_limit_and_beside_another_client_succeed(results):
+    for key in ("pacing_0ms", "pacing_300ms", "pacing_1000ms", "pacing_shared_half"):
+        assert results["figures"][key]["details"]["sync_success"] is True, results["figures"][key]["details"]
