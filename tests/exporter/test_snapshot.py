@@ -248,3 +248,11 @@ def test_sla_days_from_env():
     assert sla_days_from_env({"SCANWATCH_SLA_DAYS": "critical=3, low=365"})["critical"] == 3
     with pytest.raises(ValueError, match="SCANWATCH_SLA_DAYS"):
         sla_days_from_env({"SCANWATCH_SLA_DAYS": "urgent=1"})
+
+
+def test_open_issues_agree_with_the_cookbook(snapshot, history_conn):
+    from pipelines.sqlfiles import read_sql
+
+    rows = history_conn.execute(read_sql("queries/open_issues_by_project.sql")).fetchall()
+    cookbook_total = sum(r[7] for r in rows)  # the `total` column
+    assert sum(r["open"] for r in snapshot["tables"]["issue_severity"]) == cookbook_total
