@@ -254,5 +254,5 @@ def test_open_issues_agree_with_the_cookbook(snapshot, history_conn):
     from pipelines.sqlfiles import read_sql
 
     rows = history_conn.execute(read_sql("queries/open_issues_by_project.sql")).fetchall()
-    cookbook_total = sum(r[7] for r in rows)  # the `total` column
+    cookbook_total = sum(r[8] for r in rows)  # the `total` column
     assert sum(r["open"] for r in snapshot["tables"]["issue_severity"]) == cookbook_total
