@@ -23,6 +23,7 @@ class Query:
     expr: str
     kind: str  # "panel", "variable", "alert", "record"
     regex: str = ""  # a variable's regex
+    instant: bool = True  # how Grafana asks: instant query, or a range query over the dashboard's time
 
 
 def load_dashboards() -> dict[str, dict]:
@@ -42,7 +43,7 @@ def dashboard_queries() -> list[Query]:
     for uid, dash in load_dashboards().items():
         for p in panels(dash):
             for t in p.get("targets", []):
-                found.append(Query(uid, p["title"], t["expr"], "panel"))
+                found.append(Query(uid, p["title"], t["expr"], "panel", instant=not t.get("range", False)))
         for v in dash["templating"]["list"]:
             if v["type"] == "query":
                 found.append(Query(uid, v["name"], v["definition"], "variable", v.get("regex") or ""))
