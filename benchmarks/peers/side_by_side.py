@@ -105,11 +105,20 @@ def measure(scale: str, seed: int, rate_limit: int, rate_window: float, workdir:
                 figures.append(Figure(key, title, None, "x requests", "reported", SKIP, {"reason": dlt_reason}))
                 continue
             ratio = r["requests"] / max(1, sw["requests"])
+            wall = r["seconds"] / max(1e-9, sw["seconds"])
+            common = {"peer": r, "scanwatch": sw, "rate_limit": f"{rate_limit} per {rate_window:g} s", "scale": scale}
             figures.append(Figure(
                 key, title, round(ratio, 2), "x requests", "scanwatch no worse (>= 1)",
                 judge(ratio >= 1 and sw["success"]) if r["success"] else INFO,
-                {"wall_ratio": round(r["seconds"] / max(1e-9, sw["seconds"]), 2), "peer": r, "scanwatch": sw,
-                 "rate_limit": f"{rate_limit} per {rate_window:g} s", "scale": scale}))
+                {"wall_ratio": round(wall, 2), **common}))
+            figures.append(Figure(
+                f"{key}_wall", title.replace(" / scanwatch", " / scanwatch wall time"), round(wall, 2), "x",
+                f"reported ({r['seconds']:.1f} s vs {sw['seconds']:.1f} s, start-up included)", INFO, common))
+            if peer == "dlt" and r.get("peak_rss_mb") and sw.get("peak_rss_mb"):
+                figures.append(Figure(
+                    f"{key}_memory", title.replace(" / scanwatch", " / scanwatch peak RSS"),
+                    round(r["peak_rss_mb"] / sw["peak_rss_mb"], 2), "x",
+                    f"reported ({r['peak_rss_mb']:.0f} MB vs {sw['peak_rss_mb']:.0f} MB)", INFO, common))
     history: dict[str, Any] = {"expected": want, "scanwatch": sw_found,
                                "scanwatch_sync": _row(sw_after.requests, sw_after.seconds, sw_after.max_rss_mb,
                                                       sw_after.success)}
@@ -123,8 +132,10 @@ def measure(scale: str, seed: int, rate_limit: int, rate_window: float, workdir:
                           "all", judge(sw_all), history))
     if "dlt" in history and isinstance(history["dlt"], dict) and "error" not in history["dlt"]:
         found = history["dlt"]
+        versions = (history.get("dlt_detail") or {}).get("versions_written_by_last_load")
         figures.append(Figure("history_dlt", "dlt scd2 history shows every change of a round",
-                              f"{sum(found.values())}/{sum(want.values())}", "changes", "reported", INFO,
+                              f"{sum(found.values())}/{sum(want.values())}", "changes",
+                              f"reported ({versions} versions written for them)", INFO,
                               {"expected": want, "found": found, "detail": history.get("dlt_detail")}))
     else:
         figures.append(Figure("history_dlt", "dlt scd2 history shows every change of a round", None, "changes",
