@@ -1,8 +1,15 @@
 -- One row per followed workspace: plan, access, period, credits, project counts, and pipeline freshness.
--- last_success falls back to runs recorded without a workspace (a single-workspace deployment).
+-- last_success is the end of the last sync run in which no asset failed (a run where the account read
+-- but the issues failed is not a successful sync); it falls back to runs recorded without a workspace.
 WITH runs AS (
     SELECT workspace_id, finished_at, status, rate_limit_remaining, service_version
     FROM sync_runs
+),
+good_runs AS (
+    SELECT workspace_id, run_id, max(finished_at) AS finished_at, 'success' AS status
+    FROM sync_runs
+    GROUP BY workspace_id, run_id
+    HAVING count(*) FILTER (WHERE status <> 'success') = 0
 )
 SELECT
     a.workspace_id,
@@ -23,8 +30,8 @@ SELECT
     a.service_version,
     epoch(a.last_observed_at) AS last_observed_at,
     epoch(coalesce(
-        (SELECT max(r.finished_at) FROM runs r WHERE r.status = 'success' AND r.workspace_id = a.workspace_id),
-        (SELECT max(r.finished_at) FROM runs r WHERE r.status = 'success' AND r.workspace_id IS NULL)
+        (SELECT max(r.finished_at) FROM good_runs r WHERE r.workspace_id = a.workspace_id),
+        (SELECT max(r.finished_at) FROM good_runs r WHERE r.workspace_id IS NULL)
     )) AS last_success,
     (SELECT arg_max(r.rate_limit_remaining, r.finished_at) FROM runs r
       WHERE r.rate_limit_remaining IS NOT NULL AND (r.workspace_id = a.workspace_id OR r.workspace_id IS NULL)
