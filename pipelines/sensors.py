@@ -40,3 +40,17 @@ def scan_finished_sensor(
         run_config={"ops": {"issues": {"config": {"project_ids": projects}}}},
         tags={"scanwatch/trigger": "scan_finished"},
     )
+
+
+@dg.run_failure_sensor(default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=30)
+def snapshot_after_failure(context: dg.RunFailureSensorContext, history: HistoryResource) -> None:
+    """Rewrites the metrics snapshot after a failed run, so `secscan_pipeline_last_run_success` and the
+    failure counters show the failure now instead of waiting for the next good sync."""
+    from pipelines.assets.metrics import refresh_snapshot
+    from pipelines.storage import HistoryLockedError
+
+    try:
+        with history.get_connection() as conn:
+            refresh_snapshot(conn)
+    except (HistoryLockedError, duckdb.Error) as exc:
+        context.log.warning("snapshot not refreshed after the failed run: %s", exc)

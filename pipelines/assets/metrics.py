@@ -1,23 +1,38 @@
 """The metrics snapshot the exporter serves."""
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 
 from pipelines import settings
 from pipelines._killpoints import killpoint
 from pipelines.assets._step import sync_step
 from pipelines.resources import HistoryResource
-from pipelines.snapshot import build_snapshot, write_snapshot
+from pipelines.snapshot import build_snapshot, sla_days_from_env, write_snapshot
 
 
 class SnapshotConfig(dg.Config):
     path: str = ""  # default: SCANWATCH_SNAPSHOT, else a file beside the database
-    sla_days_critical: int = 7
-    sla_days_high: int = 30
-    sla_days_medium: int = 90
-    sla_days_low: int = 180
+    sla_days: dict[str, int] = {}  # per severity; unnamed ones come from SCANWATCH_SLA_DAYS or 7/30/90/180
     critical_info_limit: int = 50  # bound on the per-issue info series for open critical issues
+
+
+def refresh_snapshot(conn: duckdb.DuckDBPyConnection, *, path: Path | None = None, now: datetime | None = None,
+                     sla_days: dict[str, int] | None = None, critical_info_limit: int = 50) -> Path:
+    """Build the snapshot from committed history and replace the file atomically.
+
+    Also called after a failed run (the CLI's failure path and the run-failure sensor): Dagster skips this
+    asset when an upstream one fails, and without a fresh snapshot the failure would stay invisible on
+    /metrics until the staleness alert.
+    """
+    path = path or settings.paths().snapshot
+    snapshot = build_snapshot(conn, now=now or datetime.now(UTC), critical_info_limit=critical_info_limit,
+                              sla_days={**sla_days_from_env(), **(sla_days or {})})
+    killpoint("snapshot.built")
+    write_snapshot(snapshot, path)
+    return path
 
 
 @dg.asset(group_name="exporter", kinds={"duckdb", "prometheus"},
@@ -28,16 +43,10 @@ def metrics_snapshot(
     """Aggregates of the whole history, computed in DuckDB and written atomically as one JSON file. The
     exporter serves this file, never the database, so a scrape never waits for a sync and never takes
     DuckDB's lock. Its own success is recorded first, so the snapshot carries this sync's health."""
-    path = Path(config.path) if config.path else settings.paths().snapshot
     with sync_step(context, "metrics_snapshot", history, None) as step:
         pass
     with history.get_connection() as conn:
-        snapshot = build_snapshot(
-            conn, now=step.now, critical_info_limit=config.critical_info_limit,
-            sla_days={"critical": config.sla_days_critical, "high": config.sla_days_high,
-                      "medium": config.sla_days_medium, "low": config.sla_days_low},
-        )
-    killpoint("snapshot.built")
-    write_snapshot(snapshot, path)
+        path = refresh_snapshot(conn, path=Path(config.path) if config.path else None, now=step.now,
+                                sla_days=config.sla_days, critical_info_limit=config.critical_info_limit)
     return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path)),
                                           "bytes": path.stat().st_size, **step.metadata})

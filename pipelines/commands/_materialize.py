@@ -53,8 +53,29 @@ def materialize_all(*, full_reconcile: bool = False, console_level: str = "WARNI
         outcome.failed_step = event.step_key
         outcome.error = event.step_failure_data.error
         break
+    if not result.success:
+        _refresh_snapshot_after_failure()
     for event in result.all_events:
         data = getattr(event, "event_specific_data", None)
         if event.event_type_value == "ASSET_CHECK_EVALUATION" and not data.passed:
             outcome.failed_checks.append(data.check_name)
     return outcome
+
+
+def _refresh_snapshot_after_failure() -> None:
+    """Dagster skips the snapshot asset when an upstream asset fails; write it anyway, best effort, so
+    the failure shows on /metrics now."""
+    from pipelines import settings
+    from pipelines.assets.metrics import refresh_snapshot
+    from pipelines.storage import connect
+
+    try:
+        conn = connect(settings.paths().db, wait_seconds=5)
+    except Exception:  # the sync's own failure is what the user must see, not this one
+        return
+    try:
+        refresh_snapshot(conn)
+    except Exception:
+        pass
+    finally:
+        conn.close()

@@ -80,3 +80,16 @@ def test_cli_sync_summary_and_one_line_failures(sim, env):
     assert unset.returncode == 2 and "SCANWATCH_API_KEY" in unset.stderr and "Traceback" not in unset.stderr
     for out in (ok.stdout + ok.stderr, bad.stdout + bad.stderr):
         assert environ["SCANWATCH_API_KEY"] not in out
+
+
+def test_a_failed_sync_shows_on_the_snapshot_at_once(sim, env, monkeypatch):
+    from pipelines.snapshot import read_snapshot
+
+    assert run_sync().success
+    snapshot = env.with_name("scanwatch-metrics.json")
+    account = next(r for r in read_snapshot(snapshot)["tables"]["pipeline"] if r["asset"] == "account")
+    assert (account["last_run_ok"], account["runs_failure"]) == (1, 0)
+    monkeypatch.setenv("SCANWATCH_API_KEY", sim.keys["revoked"])
+    assert not run_sync().success  # Dagster skips the snapshot asset; scanwatch rewrites the file anyway
+    account = next(r for r in read_snapshot(snapshot)["tables"]["pipeline"] if r["asset"] == "account")
+    assert (account["last_run_ok"], account["runs_failure"]) == (0, 1)
