@@ -48,6 +48,18 @@ class Progress:
         self.done = self.items = 0
         self._lock = threading.Lock()
 
+    def announce(self, expected_requests: int, *, floor: bool = False, window_seconds: float = 60.0) -> None:
+        """Say up front how long the rate limit will make this read wait, from the last headers seen."""
+        stats = self.client.stats.snapshot()
+        limit, remaining = stats.get("last_limit"), stats.get("last_remaining")
+        wait = 0.0
+        if limit and remaining is not None and expected_requests > remaining:
+            wait = (expected_requests - remaining) / limit * window_seconds
+        _progress.info("%s: %d projects to read, %s %d requests%s", self.what, self.total,
+                       "at least" if floor else "about", expected_requests,
+                       f"; at {limit} a minute expect about {wait / 60:.1f} min of waiting for the rate limit"
+                       if wait > 0 else "")
+
     def step(self, items: int) -> None:
         with self._lock:
             self.done += 1

@@ -33,6 +33,9 @@ def issues(
         }).fetchall()
 
         progress = Progress("issues", len(todo), client)
+        pages, first_read = conn.execute(read_sql("sync/issue_pages_estimate.sql"), {
+            "project_ids": [pid for pid, _, _ in todo], "page_size": client.page_size}).fetchall()[0]
+        progress.announce(pages, floor=first_read)
 
         def read(project_id: str) -> list[dict] | None:
             killpoint("issues.paging")
