@@ -55,8 +55,10 @@ def scans(
 
         fresh = [s for batch in client.map(read, [pid for pid, _ in todo]) for s in batch]
         seen = {s["id"] for s in fresh}
+        # Only the statuses known to be unfinished: a status from a newer service (stored and warned about)
+        # would otherwise cost a request in every sync, forever.
         pending = [(sid, pid) for sid, pid in conn.execute(
-            "SELECT id, project_id FROM scans WHERE status NOT IN ('done', 'failed') AND workspace_id = ?",
+            "SELECT id, project_id FROM scans WHERE status IN ('queued', 'running') AND workspace_id = ?",
             [step.workspace_id],
         ).fetchall() if sid not in seen]
 
