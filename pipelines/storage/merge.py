@@ -162,6 +162,22 @@ def merge_scans(conn: duckdb.DuckDBPyConnection, workspace_id: str, scans: Seque
     return result
 
 
+def _touch_unchanged_issues(conn: duckdb.DuckDBPyConnection) -> int:
+    """Take the staged issues the history already holds as they are out of `stg_issues`, only marking them seen.
+
+    A re-read list is mostly unchanged, and DuckDB's `ON CONFLICT DO UPDATE` rewrites every conflicting row
+    (1.0 s for 44k issues of which 2k changed, against 0.2 s this way). An unchanged row yields no event and
+    its upsert would only move `last_observed_at`, which a plain UPDATE of that column does in place.
+    """
+    same = " AND ".join(f"s.{_q(c)} IS NOT DISTINCT FROM i.{_q(c)}" for c in ISSUE.columns if c != "id")
+    conn.execute("CREATE OR REPLACE TEMP TABLE unchanged_issues AS SELECT s.id FROM stg_issues s "
+                 f"JOIN issues i ON i.id = s.id WHERE {same}")
+    conn.execute("UPDATE issues SET last_observed_at = getvariable('now') "
+                 "WHERE id IN (SELECT id FROM unchanged_issues)")
+    conn.execute("DELETE FROM stg_issues WHERE id IN (SELECT id FROM unchanged_issues)")
+    return conn.execute("SELECT count(*) FROM unchanged_issues").fetchall()[0][0]
+
+
 def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Sequence[dict], *,
                  now: datetime, project_state: Sequence[tuple[str, str | None, bool]] = ()) -> MergeResult:
     """Complete issue lists of some projects: events diffed against the history, then upserted.
@@ -173,6 +189,7 @@ def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Seq
     with _Transaction(conn):
         _set_context(conn, workspace_id, now)
         result.rows["issues"] = _stage(conn, ISSUE, issues, result)
+        _touch_unchanged_issues(conn)
         before = dict(conn.execute("SELECT event, count(*) FROM issue_events GROUP BY 1").fetchall())
         conn.execute(read_sql("merge/issues.sql"))
         after = dict(conn.execute("SELECT event, count(*) FROM issue_events GROUP BY 1").fetchall())
