@@ -14,6 +14,7 @@ meeting 429s that our burst caused, and our own share adapts to what it spends.
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -119,7 +120,10 @@ class Pacer:
         if self.remaining - self.in_flight > self.limit * (1.0 - self.burst):
             return 0.0
         left = max(0.0, self.reset - now)
-        usable = available - self.foreign_rate * left
+        # The other client's share is measured as a floor (our requests in flight count as ours): leave it a
+        # tenth more and one slot, so the window's last requests are not taken from under it.
+        foreign = math.ceil(1.1 * self.foreign_rate * left) + 1 if self.foreign_rate > 0 else 0
+        usable = available - foreign
         if usable < 1:
             # What is left of this window is the other client's: come back at the reset.
             return min(self.max_pause, left + self.margin)
