@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipelines._files import remove_stale
 from pipelines._killpoints import killpoint
 
 if TYPE_CHECKING:  # duckdb stays out of the exporter's imports
@@ -120,6 +121,7 @@ def write_snapshot(snapshot: dict, path: Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(snapshot, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    remove_stale(path.parent, f".{path.name}.*.tmp")  # a writer killed mid-write leaves its temp file
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

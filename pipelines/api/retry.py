@@ -32,6 +32,9 @@ class RetryPolicy:
     # Longer asks (platform_busy says minutes) are raised with ``retry_after`` rather than slept through inside
     # one call: the caller (a schedule's next tick) is the better place to wait.
     max_retry_after: float = 60.0
+    # A 429 rate_limited with Retry-After is the service saying exactly when to come back, not a fault: a burst
+    # of them (the key's budget spent by another client) gets more attempts than a failing service does.
+    max_rate_limited_attempts: int = 20
     rand: Callable[[], float] = random.random
 
     def backoff(self, attempt: int) -> float:
@@ -41,9 +44,12 @@ class RetryPolicy:
 
     def delay_for_error(self, err: ApiError, attempt: int) -> float | None:
         """Seconds to wait before the next attempt, or ``None`` when this error must be raised now."""
+        status = err.status or 0
+        told = err.retry_after is not None and err.retry_after <= self.max_retry_after
+        if status == 429 and err.code == "rate_limited" and told and attempt < self.max_rate_limited_attempts:
+            return err.retry_after
         if attempt >= self.max_attempts:
             return None
-        status = err.status or 0
         if status not in RETRY_STATUSES and err.code not in RETRY_CODES:
             return None
         if err.retry_after is not None and status in (429, 503):

@@ -14,9 +14,11 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 import duckdb
 
+from pipelines._files import remove_stale
 from pipelines._killpoints import killpoint
 from pipelines.sqlfiles import read_sql
 from pipelines.storage.entities import ACCOUNT, ISSUE, KNOWN_VALUES, PROJECT, SCAN, TARGET, Entity
@@ -48,6 +50,7 @@ def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[di
     cols = ", ".join(f"{_q(c)} VARCHAR" for c in entity.columns)
     conn.execute(f"CREATE OR REPLACE TEMP TABLE {raw} ({cols})")
     if records:
+        remove_stale(Path(tempfile.gettempdir()), "scanwatch-*-*.ndjson")  # left by a sync killed mid-stage
         fd, path = tempfile.mkstemp(prefix=f"scanwatch-{entity.name}-", suffix=".ndjson")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -141,9 +144,23 @@ def merge_projects(conn: duckdb.DuckDBPyConnection, workspace_id: str, projects:
                    now: datetime) -> MergeResult:
     """Projects and their embedded targets, removals marked, one score snapshot per project and target."""
     result = MergeResult()
-    targets = [dict(t, project_id=p.get("id")) for p in projects for t in (p.get("targets") or [])]
+    # A `targets` that is not a list of objects is kept out (its project's targets are then left as they were
+    # rather than marked removed) and reported like any other unexpected value.
+    malformed = [p for p in projects if not isinstance(p.get("targets") or [], list)
+                 or not all(isinstance(t, dict) for t in p.get("targets") or [])]
+    for p in malformed:
+        log.warning("project %s has a malformed targets field; its targets are kept as they were", p.get("id"))
+    keep = {p.get("id") for p in malformed}
+    targets = [dict(t, project_id=p.get("id")) for p in projects if p.get("id") not in keep
+               for t in (p.get("targets") or [])]
     with _Transaction(conn):
         _set_context(conn, workspace_id, now)
+        conn.execute("SET VARIABLE targets_unread = CAST(? AS VARCHAR[])", [sorted(str(k) for k in keep)])
+        for p in malformed:
+            conn.execute("INSERT INTO ingest_warnings (workspace_id, observed_at, entity, entity_id, field, value) "
+                         "VALUES (?, ?, 'projects', ?, 'targets', ?)",
+                         [workspace_id, now, p.get("id"), json.dumps(p.get("targets"))[:200]])
+            result.warnings.append(("projects", p.get("id"), "targets", "malformed"))
         result.rows["projects"] = _stage(conn, PROJECT, projects, result)
         result.rows["targets"] = _stage(conn, TARGET, targets, result)
         conn.execute(read_sql("merge/projects.sql"))

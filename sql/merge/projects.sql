@@ -26,7 +26,8 @@ ON CONFLICT (id) DO UPDATE SET
 
 UPDATE targets SET removed_at = getvariable('now')
 WHERE workspace_id = getvariable('workspace_id') AND removed_at IS NULL
-  AND id NOT IN (SELECT id FROM stg_targets);
+  AND id NOT IN (SELECT id FROM stg_targets)
+  AND NOT list_contains(getvariable('targets_unread'), project_id);  -- a malformed targets field proves nothing
 
 INSERT INTO score_snapshots (workspace_id, observed_at, project_id, target_id, score, grade, open_issues, hidden_issues)
 SELECT getvariable('workspace_id'), getvariable('now'), id, NULL, score, grade, open_issues, NULL FROM stg_projects

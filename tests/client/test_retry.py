@@ -149,3 +149,15 @@ def test_retry_after_beyond_the_ceiling_raises() -> None:
         client.start_scan("t", idempotency_key="k")
     assert info.value.retry_after == 120 and client.stats.requests == 1
     assert "nothing was charged" in str(info.value) and "120 s" in str(info.value)
+
+
+def test_a_burst_of_rate_limited_answers_with_retry_after_outlasts_the_fault_budget():
+    from pipelines.api.errors import RateLimitedError
+    from pipelines.api.retry import RetryPolicy
+
+    policy = RetryPolicy(max_attempts=6, rand=lambda: 1.0)
+    told = RateLimitedError("slow down", status=429, code="rate_limited", retry_after=1.0)
+    assert [policy.delay_for_error(told, n) for n in (6, 10, 19)] == [1.0, 1.0, 1.0]
+    assert policy.delay_for_error(told, 20) is None
+    untold = RateLimitedError("slow down", status=429, code="rate_limited")
+    assert policy.delay_for_error(untold, 6) is None

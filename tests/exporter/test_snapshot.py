@@ -270,3 +270,20 @@ def test_a_run_with_a_failed_asset_is_not_a_successful_sync(history_conn):
     account = one(snap, "pipeline", asset="account")  # per asset, its own last success still moves
     assert account["last_success"] == datetime.fromisoformat("2026-10-31T23:45:05+00:00").timestamp()
     assert one(snap, "pipeline", asset="issues")["last_run_ok"] == 0
+
+
+def test_write_removes_temp_files_a_killed_writer_left_and_keeps_a_live_ones(tmp_path):
+    import os
+    import time
+
+    from pipelines.snapshot import write_snapshot
+
+    target = tmp_path / "scanwatch-metrics.json"
+    stale = tmp_path / ".scanwatch-metrics.json.abc123.tmp"
+    live = tmp_path / ".scanwatch-metrics.json.def456.tmp"
+    stale.write_text("{half")
+    live.write_text("{half")
+    hour_ago = time.time() - 3600
+    os.utime(stale, (hour_ago, hour_ago))
+    write_snapshot({"schema": 1}, target)
+    assert not stale.exists() and live.exists() and target.exists()

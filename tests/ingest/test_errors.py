@@ -93,3 +93,24 @@ def test_a_failed_sync_shows_on_the_snapshot_at_once(sim, env, monkeypatch):
     assert not run_sync().success  # Dagster skips the snapshot asset; scanwatch rewrites the file anyway
     account = next(r for r in read_snapshot(snapshot)["tables"]["pipeline"] if r["asset"] == "account")
     assert (account["last_run_ok"], account["runs_failure"]) == (0, 1)
+
+
+def test_a_malformed_targets_field_keeps_the_targets_and_is_warned_about(env):
+    from datetime import UTC, datetime, timedelta
+
+    from pipelines.storage import connect, merge_projects
+
+    now = datetime(2026, 11, 1, tzinfo=UTC)
+    project = {"id": "p1", "name": "Shop", "open_issues": 0, "paused": False,
+               "targets": [{"id": "t1", "kind": "domain", "address": "shop.example", "verified": True}]}
+    conn = connect(env)
+    try:
+        merge_projects(conn, "w1", [project], now=now)
+        result = merge_projects(conn, "w1", [dict(project, targets="oops")], now=now + timedelta(hours=1))
+        assert ("projects", "p1", "targets", "malformed") in result.warnings
+        assert conn.execute("SELECT id, removed_at FROM targets").fetchall() == [("t1", None)]
+        assert conn.execute("SELECT field FROM ingest_warnings WHERE entity_id = 'p1'").fetchall() == [("targets",)]
+        merge_projects(conn, "w1", [dict(project, targets=[])], now=now + timedelta(hours=2))
+        assert conn.execute("SELECT removed_at IS NOT NULL FROM targets").fetchall() == [(True,)]
+    finally:
+        conn.close()
