@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+from pipelines.commands._procs import stop_process
+
 
 class SimProcess:
     """`scanwatch simulator --clock driven --control` on a free port; stop it with `close()` or `with`."""
@@ -47,13 +49,7 @@ class SimProcess:
 
     def close(self) -> None:
         self.control.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
     def env(self, db: str) -> dict[str, str]:
         """The environment a `scanwatch sync` against this simulator runs with."""

@@ -165,3 +165,14 @@ def wait_until(ready: Callable[[], bool], child: Child, what: str, timeout: floa
         if time.monotonic() > deadline:
             raise ChildFailed(f"{child.name}: no {what} after {timeout:.0f} s; log: {child.log}\n{child.tail()}")
         time.sleep(0.25)
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """Terminate, wait up to `timeout` seconds, then kill: a child must never outlive the run that started it."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from pipelines.commands._procs import stop_process
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -61,13 +63,7 @@ class Process:
         return self.proc.poll() is None
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        stop_process(self.proc)
         self._fh.close()
 
 
