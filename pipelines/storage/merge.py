@@ -134,9 +134,10 @@ def merge_account(conn: duckdb.DuckDBPyConnection, account: dict, *, now: dateti
     with _Transaction(conn):
         _set_context(conn, workspace_id, now, service_version)
         result.rows["accounts"] = _stage(conn, ACCOUNT, [account], result)
-        before = _count(conn, "SELECT count(*) FROM quota_snapshots")
         conn.execute(read_sql("merge/account.sql"))
-        result.rows["quota_snapshots"] = _count(conn, "SELECT count(*) FROM quota_snapshots") - before
+        # This sync's rows only: counting the whole table would grow with the history.
+        result.rows["quota_snapshots"] = _count(
+            conn, "SELECT count(*) FROM quota_snapshots WHERE observed_at = getvariable('now')")
     return result
 
 
@@ -207,10 +208,11 @@ def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Seq
         _set_context(conn, workspace_id, now)
         result.rows["issues"] = _stage(conn, ISSUE, issues, result)
         _touch_unchanged_issues(conn)
-        before = dict(conn.execute("SELECT event, count(*) FROM issue_events GROUP BY 1").fetchall())
         conn.execute(read_sql("merge/issues.sql"))
-        after = dict(conn.execute("SELECT event, count(*) FROM issue_events GROUP BY 1").fetchall())
-        result.events = {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+        # The events this merge wrote all carry its `now`: no need to count the whole, ever-growing table.
+        result.events = dict(conn.execute(
+            "SELECT event, count(*) FROM issue_events WHERE observed_at = getvariable('now') "
+            "AND workspace_id = getvariable('workspace_id') GROUP BY 1").fetchall())
         if project_state:
             conn.executemany(
                 "INSERT INTO project_sync_state (workspace_id, project_id, issues_fingerprint, issues_synced_at, "
