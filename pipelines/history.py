@@ -1,0 +1,52 @@
+"""The history as pandas DataFrames, for analysts who work in notebooks.
+
+    from pipelines import history
+    breaches = history.query("sla_breaches")            # a cookbook query by name
+    opened = history.query("SELECT * FROM issue_events WHERE event = 'opened'")
+    history.cookbook()                                   # name -> description
+
+It goes through the same read-only door as `scanwatch sql` (read-only file, read statements only, no file
+access from SQL), so a notebook can never change the history or hold its write lock for long: the sync
+keeps running on schedule while someone explores.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["cookbook", "query"]
+
+
+def cookbook() -> dict[str, str]:
+    """Cookbook query names and what each answers, as `scanwatch sql` lists them."""
+    from pipelines import sqlfiles
+
+    return {name: q.description for name, q in sqlfiles.cookbook().items()}
+
+
+def query(name_or_sql: str, *, db: str | Path | None = None) -> pd.DataFrame:
+    """Run a cookbook query by name, or one read-only SQL statement, and return its rows as a DataFrame.
+
+    `db` defaults to `SCANWATCH_DB` (else `data/scanwatch.duckdb`), the file `scanwatch sync` writes.
+    Raises `ValueError` with the same one-line reason `scanwatch sql` prints (no history yet, a sync is
+    writing, a refused statement, an unknown cookbook name).
+    """
+    import pandas as pd
+
+    from pipelines import settings, sqlfiles
+    from pipelines.commands.sql import SqlCommandError, execute_read_only
+
+    known = sqlfiles.cookbook()
+    name = name_or_sql.strip()
+    if name.isidentifier() and name not in known:
+        raise ValueError(f"no cookbook query named {name!r}; history.cookbook() lists them")
+    sql = known[name].sql if name in known else name_or_sql
+    try:
+        columns, rows = execute_read_only(Path(db) if db is not None else settings.paths().db, sql)
+    except SqlCommandError as exc:
+        raise ValueError(str(exc)) from None
+    return pd.DataFrame.from_records(rows, columns=columns)
