@@ -33,7 +33,7 @@ def table(figures: list[Figure]) -> str:
 
 
 def markdown(figures: list[Figure]) -> str:
-    """The README's table: one line per figure."""
+    """The table of docs/benchmarks.md: one line per figure."""
     out = ["| figure | value | goal | verdict |", "| --- | --- | --- | --- |"]
     out += [f"| {f.title} | {_value(f)} | {f.goal} | {f.verdict} |" for f in figures]
     return "\n".join(out)

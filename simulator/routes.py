@@ -1,7 +1,7 @@
 """The fourteen `/v1` routes: HTTP in, `World` calls, contract JSON out.
 
 Each handler runs with the world lock held and returns (status, body); errors are raised as ApiError.
-Scopes of the four issue routes the contract leaves open are the simulator's choice (see README).
+Scopes of the four issue routes the contract leaves open are the simulator's choice (see docs/simulator.md).
 """
 
 from __future__ import annotations

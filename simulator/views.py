@@ -149,7 +149,7 @@ FIX_STEPS = {
 
 
 def fix(w: World, i: Issue, lang: str) -> dict[str, Any]:
-    """The fix object is not shown by the contract; this shape is the simulator's choice (see README)."""
+    """The fix object is not shown by the contract; this shape is the simulator's choice (see docs/simulator.md)."""
     title, _, _ = texts(i.control_id, i.location, lang)
     t = w.targets[i.target_id]
     steps = [s.format(location=i.location) for s in FIX_STEPS["fr" if lang == "fr" else "en"]]
@@ -170,7 +170,7 @@ def fix(w: World, i: Issue, lang: str) -> dict[str, Any]:
 
 
 def recheck(w: World, i: Issue, result: dict[str, Any], lang: str) -> dict[str, Any]:
-    """The recheck response is not shown by the contract; this shape is the simulator's choice (see README)."""
+    """The recheck response is not shown by the contract; its shape is the simulator's choice (docs/simulator.md)."""
     return {
         "object": "recheck",
         "issue_id": i.id,
