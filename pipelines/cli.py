@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
+        print(f"scanwatch {args.command}: interrupted", file=sys.stderr)
         return 130
 
 

@@ -7,10 +7,14 @@ step). Failures end in one line naming what to fix, never a traceback to read.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import re
+import signal
+import socket
 import sys
 import time
+from collections.abc import Iterator
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,11 +36,55 @@ def _root_cause(error) -> str:
     return re.sub(r"^pipelines(\.\w+)+: ", "", line)
 
 
+INTERRUPTED = ("KeyboardInterrupt", "DagsterExecutionInterruptedError")
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+INTERRUPTED_LINE = ("scanwatch sync: interrupted; each table keeps its last complete version and the next sync "
+                    "catches up")
+
+
+def _interrupted(error) -> bool:
+    """Dagster turns Ctrl-C inside a step into its own error; either form means the user stopped the sync."""
+    while error is not None:
+        if getattr(error, "cls_name", None) in INTERRUPTED or any(n in str(getattr(error, "message", ""))
+                                                                   for n in INTERRUPTED):
+            return True
+        error = getattr(error, "cause", None)
+    return False
+
+
+@contextlib.contextmanager
+def _sigint_watch() -> Iterator[list[bool]]:
+    """Whether Ctrl-C was pressed during the block, whoever handled it.
+
+    Dagster swaps the SIGINT handler while a run executes and may drop an interrupt that lands between its
+    steps; the C-level wakeup fd sees every signal whatever Python handler runs.
+    """
+    seen = [False]
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    try:
+        previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    except ValueError:  # not the main thread: nothing to watch
+        previous = None
+    try:
+        yield seen
+    finally:
+        if previous is not None:
+            signal.set_wakeup_fd(previous)
+        with contextlib.suppress(BlockingIOError):
+            seen[0] = signal.SIGINT in reader.recv(4096)
+        reader.close()
+        writer.close()
+
+
 def run(args: argparse.Namespace) -> int:
     from pipelines import settings
 
     try:
         settings.service()
+        settings.dagster_home()
+        settings.writable_db()
     except settings.ConfigError as exc:
         print(f"scanwatch sync: {exc}", file=sys.stderr)
         return 2
@@ -46,14 +94,22 @@ def run(args: argparse.Namespace) -> int:
         progress = logging.getLogger("scanwatch.progress")
         progress.addHandler(handler)
         progress.setLevel(logging.INFO)
-    from pipelines.commands._materialize import materialize_all
-
     started = time.monotonic()
-    outcome = materialize_all(full_reconcile=args.full_reconcile, console_level="CRITICAL")
+    try:
+        with _sigint_watch() as sigint:
+            from pipelines.commands._materialize import materialize_all
+
+            outcome = materialize_all(full_reconcile=args.full_reconcile, console_level="CRITICAL")
+    except KeyboardInterrupt:
+        print(INTERRUPTED_LINE, file=sys.stderr)
+        return EXIT_INTERRUPTED
     elapsed = time.monotonic() - started
     if not args.quiet:
         for warning in outcome.warnings:
             print(f"  warning: {warning}", file=sys.stderr)
+    if sigint[0] or (not outcome.success and _interrupted(outcome.error)):
+        print(INTERRUPTED_LINE, file=sys.stderr)
+        return EXIT_INTERRUPTED
     if not outcome.success:
         print(f"scanwatch sync: failed in {outcome.failed_step}: {_root_cause(outcome.error)}", file=sys.stderr)
         return 1

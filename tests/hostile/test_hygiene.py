@@ -1,0 +1,121 @@
+"""Bad environments end in one line before any lock is taken or any request sent; the base URL's
+password is never shown; Ctrl-C is one line, exit 130, and leaves every table whole."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pipelines import settings
+from simulator.testing import SimConfig, serve_simulator
+from tests.reliability.harness import ROOT, assert_one_line, cli, dump, service_env, sync_in_process
+
+SECRET = "s3cr3t-pa55"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A simulator slow enough (a tight rate limit) that a full sync is still paging seconds after it starts."""
+    with serve_simulator(SimConfig(seed=61, scale="small", clock="driven", control=True, rate_limit=8,
+                                   rate_window=1.0)) as sim:
+        db = tmp_path_factory.mktemp("hyg") / "history.duckdb"
+        assert sync_in_process(sim, db).success
+        sim.db = db  # type: ignore[attr-defined]
+        yield sim
+
+
+@pytest.mark.parametrize("url", [
+    f"http://user:{SECRET}@127.0.0.1:8400/v1",
+    f"https://{SECRET}@api.example.com/v1",
+    f"https://user:{SECRET}@api.example.com/",  # wrong shape too: the shape message must mask it as well
+])
+def test_userinfo_in_the_base_url_is_refused_without_showing_it(world, url):
+    env = service_env(world, world.db, SCANWATCH_BASE_URL=url)
+    before = dump(world.db)
+    done = cli(["sync"], env)
+    assert done.returncode == 2
+    line = assert_one_line(done.stderr, must_contain="SCANWATCH_BASE_URL")
+    assert SECRET not in done.stderr + done.stdout
+    assert "***@" in line
+    assert dump(world.db) == before
+
+
+def test_mask_url_keeps_the_host_and_drops_the_userinfo():
+    assert settings.mask_url(f"https://u:{SECRET}@h.example/v1") == "https://***@h.example/v1"
+    assert settings.mask_url("https://h.example/v1") == "https://h.example/v1"
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("/nonexistent/scanwatch-dagster-home", "DAGSTER_HOME=/nonexistent/scanwatch-dagster-home is not an existing"),
+    ("relative/home", "DAGSTER_HOME must be an absolute path"),
+])
+def test_a_bad_dagster_home_is_one_line(world, value, expected):
+    env = service_env(world, world.db, DAGSTER_HOME=value)
+    done = cli(["sync"], env)
+    assert done.returncode == 2
+    assert_one_line(done.stderr, must_contain=expected)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through any permission")
+def test_an_unwritable_history_folder_is_one_line(world, tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        done = cli(["sync"], service_env(world, folder / "sub" / "history.duckdb"))
+    finally:
+        folder.chmod(0o700)
+    assert done.returncode == 2
+    assert_one_line(done.stderr, must_contain="is not writable")
+
+
+def test_a_history_folder_that_cannot_be_made_is_one_line(world, tmp_path):
+    (tmp_path / "a-file").write_text("")
+    done = cli(["sync"], service_env(world, tmp_path / "a-file" / "sub" / "history.duckdb"))
+    assert done.returncode == 2
+    assert_one_line(done.stderr, must_contain="is not writable")
+
+
+def test_a_history_path_that_is_a_folder_is_one_line(world, tmp_path):
+    done = cli(["sync"], service_env(world, tmp_path))
+    assert done.returncode == 2
+    assert_one_line(done.stderr, must_contain="is not a writable file")
+
+
+def test_ctrl_c_mid_sync_is_one_line_exit_130_and_every_table_whole(world):
+    before = dump(world.db)
+    env = service_env(world, world.db)
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "sync", "--full-reconcile"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    deadline = time.monotonic() + 240
+    assert proc.stderr is not None
+    # Interrupt while the issue lists are being paged (the tight rate limit keeps it there for seconds).
+    for line in proc.stderr:
+        lines.append(line)
+        if line.strip().startswith("issues:") or time.monotonic() > deadline:
+            break
+    proc.send_signal(signal.SIGINT)
+    _, rest_err = proc.communicate(timeout=120)
+    stderr = "".join(lines) + rest_err
+    assert proc.returncode == 130, stderr[-2000:]
+    assert_one_line(stderr, must_contain="interrupted")
+    assert dump(world.db) == before
+    # The history opens and the next sync works.
+    assert cli(["sync", "--quiet"], env).returncode == 0
+
+
+def test_interrupt_reasons_are_recognised_in_dagster_error_chains():
+    from pipelines.commands.sync import _interrupted
+
+    class Err:
+        def __init__(self, cls_name, cause=None):
+            self.cls_name, self.cause, self.message = cls_name, cause, cls_name
+
+    assert _interrupted(Err("DagsterExecutionStepExecutionError", Err("DagsterExecutionInterruptedError")))
+    assert not _interrupted(Err("DagsterExecutionStepExecutionError", Err("ApiTimeoutError")))
