@@ -6,7 +6,6 @@ Kept import-light: prometheus-client and the collector load only when the comman
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
@@ -14,18 +13,18 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from pipelines.settings import EXPORTER_PORT
+    from pipelines.settings import EXPORTER_PORT, Settings
 
-    parser.add_argument("--listen-address", default=os.environ.get("SCANWATCH_EXPORTER_ADDRESS", "0.0.0.0"),
+    settings = Settings.load()
+    parser.add_argument("--listen-address", default=settings.exporter_address,
                         help="address to bind (default 0.0.0.0)")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("SCANWATCH_EXPORTER_PORT", EXPORTER_PORT)),
+    parser.add_argument("--port", type=int, default=settings.exporter_port,
                         help=f"port to serve /metrics on (default {EXPORTER_PORT})")
     parser.add_argument("--snapshot", type=Path, default=None,
                         help="metrics snapshot to serve (default: SCANWATCH_SNAPSHOT, else beside SCANWATCH_DB)")
     parser.add_argument("--tls-cert", default=None, help="PEM certificate: serve /metrics over HTTPS")
     parser.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
-    parser.add_argument("--critical-issue-info", type=int, default=int(os.environ.get(
-        "SCANWATCH_EXPORTER_CRITICAL_INFO", "0")), metavar="N",
+    parser.add_argument("--critical-issue-info", type=int, default=settings.exporter_critical_info, metavar="N",
                         help="opt in to secscan_critical_issue_info for up to N open critical issues (default 0: off)")
 
 
@@ -33,9 +32,9 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         print("scanwatch exporter: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
-    from pipelines.settings import paths
+    from pipelines.settings import Settings
 
-    snapshot = args.snapshot or paths().snapshot
+    snapshot = args.snapshot or Settings.load().paths.snapshot
     from exporters.server import serve
 
     # A snapshot renders in a background thread; a short GIL switch interval lets concurrent scrapes

@@ -46,7 +46,7 @@ def query(name_or_sql: str, *, db: str | Path | None = None) -> pd.DataFrame:
         raise ValueError(f"no cookbook query named {name!r}; history.cookbook() lists them")
     sql = known[name].sql if name in known else name_or_sql
     try:
-        columns, rows = execute_read_only(Path(db) if db is not None else settings.paths().db, sql)
+        columns, rows = execute_read_only(Path(db) if db is not None else settings.Settings.load().paths.db, sql)
     except SqlCommandError as exc:
         raise ValueError(str(exc)) from None
     return pd.DataFrame.from_records(rows, columns=columns)

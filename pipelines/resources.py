@@ -2,12 +2,13 @@
 
 `ScanningServiceResource` is the one seam through which every asset reaches the service: the live API,
 the bundled simulator (just another base URL) or a recorded transport (a subclass overriding
-`transport()`) plug in here, never inside an asset. The credential comes from `EnvVar`, so Dagster stores
-only the variable's name, and the resource's repr masks it.
+`transport()`) plug in here, never inside an asset. Credentials come from environment variables read at run
+time, so Dagster stores only their names, and the resource's repr masks them.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,15 +17,20 @@ import duckdb
 import httpx
 from dagster_duckdb import DuckDBResource
 
-from pipelines import settings
-from pipelines.api import ScanningClient, mask_key
+from pipelines.api import ScanningClient
+from pipelines.settings import DEFAULT_WORKSPACE, Settings, Workspace, mask_key
 
 
 class ScanningServiceResource(dg.ConfigurableResource):
-    """Security Scanning Service API: base URL ending in /v1 and an rst_ key or rat_ token."""
+    """Security Scanning Service API of each followed workspace.
 
-    base_url: str
-    api_key: str
+    Either `workspaces_file` (keys stay in the variables it names, read at run time) or the one workspace of
+    `base_url` and `api_key`. A client is always for one named workspace: its key is never sent elsewhere.
+    """
+
+    base_url: str = ""
+    api_key: str = ""
+    workspaces_file: str = ""
     timeout_seconds: float = 30.0
     concurrency: int = 4
     page_size: int = 100
@@ -37,19 +43,20 @@ class ScanningServiceResource(dg.ConfigurableResource):
         """The HTTP transport; None means real HTTP. Override for recorded or in-memory transports."""
         return None
 
+    def settings(self) -> Settings:
+        env = {k: v for k, v in os.environ.items() if k != "SCANWATCH_WORKSPACES_FILE"}
+        given = {"SCANWATCH_BASE_URL": self.base_url, "SCANWATCH_API_KEY": self.api_key,
+                 "SCANWATCH_WORKSPACES_FILE": self.workspaces_file}
+        return Settings.load({**env, **{k: v for k, v in given.items() if v}})
+
+    def workspace(self, name: str | None = None) -> Workspace:
+        return self.settings().workspace(name or DEFAULT_WORKSPACE)
+
     @contextmanager
-    def client(self) -> Iterator[ScanningClient]:
-        base_url, api_key = settings.service(
-            {"SCANWATCH_BASE_URL": self.base_url, "SCANWATCH_API_KEY": self.api_key}
-        )
-        if not (api_key.isascii() and api_key.isprintable()) or any(c.isspace() for c in api_key):
-            # httpx would fail deep in header encoding with a message that names nothing to fix.
-            raise settings.ConfigError(
-                "SCANWATCH_API_KEY holds characters no API key has (spaces, line breaks or non-ASCII): "
-                "copy the key (rst_...) again from Settings, API keys"
-            )
+    def client(self, workspace: str | None = None) -> Iterator[ScanningClient]:
+        ws = self.workspace(workspace)
         client = ScanningClient(
-            base_url, api_key, transport=self.transport(), timeout=self.timeout_seconds,
+            ws.base_url, ws.api_key, transport=self.transport(), timeout=self.timeout_seconds,
             concurrency=self.concurrency, page_size=self.page_size,
         )
         try:
@@ -79,10 +86,13 @@ class HistoryResource(DuckDBResource):
             conn.close()
 
 
-def default_resources() -> dict[str, object]:
-    return {
-        "scanning_service": ScanningServiceResource(
-            base_url=dg.EnvVar("SCANWATCH_BASE_URL"), api_key=dg.EnvVar("SCANWATCH_API_KEY")
-        ),
-        "history": HistoryResource(database=str(settings.paths().db)),
-    }
+def default_resources(settings: Settings | None = None) -> dict[str, object]:
+    """Dagster stores resource config in its run storage: it gets variable names and the file's path,
+    never a key."""
+    settings = settings or Settings.load()
+    if settings.workspaces_file is not None:
+        service = ScanningServiceResource(workspaces_file=str(settings.workspaces_file))
+    else:
+        service = ScanningServiceResource(base_url=dg.EnvVar("SCANWATCH_BASE_URL"),
+                                          api_key=dg.EnvVar("SCANWATCH_API_KEY"))
+    return {"scanning_service": service, "history": HistoryResource(database=str(settings.paths.db))}

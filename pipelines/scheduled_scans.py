@@ -5,13 +5,13 @@ account before it starts anything, and derives each `Idempotency-Key` from the t
 tick: a retried run, or a second run of the same tick, gets the first answer back and spends nothing.
 """
 
-import os
 import time
 from datetime import UTC, datetime
 
 import dagster as dg
 
 from pipelines.resources import HistoryResource, ScanningServiceResource
+from pipelines.settings import Settings
 from pipelines.storage import merge_scans
 
 
@@ -71,10 +71,10 @@ def scheduled_scans_job():
 
 
 def _targets() -> list[str]:
-    return [t for t in os.environ.get("SCANWATCH_SCAN_TARGETS", "").split(",") if t.strip()]
+    return [t for t in Settings.load().scan_targets]
 
 
-@dg.schedule(job=scheduled_scans_job, cron_schedule=os.environ.get("SCANWATCH_SCAN_CRON", "0 3 * * *"),
+@dg.schedule(job=scheduled_scans_job, cron_schedule=Settings.load().scan_cron,
              default_status=dg.DefaultScheduleStatus.STOPPED)
 def scheduled_scans_schedule(context: dg.ScheduleEvaluationContext):
     """Targets from SCANWATCH_SCAN_TARGETS (comma-separated ids); the tick keys each scan's idempotency."""

@@ -1,4 +1,9 @@
-"""Where scanwatch finds the service, its credential and its files.
+"""Where scanwatch finds the service, its credentials and its files: one settings object.
+
+`Settings.load()` reads the environment once; the CLI, the Dagster resources and the exporter all ask it,
+so a setting is spelled, defaulted and checked in one place. Paths are cheap and always available (the
+exporter needs nothing else); the followed workspaces are validated on first use, all of them at once,
+so a bad entry stops everything before a single request is sent or a row is touched.
 
 `scanwatch sync` and `scanwatch exporter` started with the same environment agree on every path
 without further settings: the snapshot defaults to a file beside the database.
@@ -7,17 +12,29 @@ without further settings: the snapshot defaults to a file beside the database.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_DB = "data/scanwatch.duckdb"
 SNAPSHOT_NAME = "scanwatch-metrics.json"
 EXPORTER_PORT = 9817
+# The one workspace of a deployment configured by SCANWATCH_BASE_URL + SCANWATCH_API_KEY: its name in
+# the CLI and in Dagster's partitions. Its metrics keep the service's own workspace name as before.
+DEFAULT_WORKSPACE = "default"
+KEY_PREFIXES = ("rst_", "rat_")
 
 
 class ConfigError(RuntimeError):
-    """A setting is missing or malformed; the message names the variable to fix."""
+    """A setting is missing or malformed; the message names the variable (or file entry) to fix."""
+
+
+def mask_key(api_key: str) -> str:
+    """What may be shown of a credential: its kind, never its secret part. The one masker of scanwatch."""
+    prefix = api_key[:4] if api_key[:4] in KEY_PREFIXES else ""
+    return f"{prefix}…"
 
 
 @dataclass(frozen=True)
@@ -26,36 +43,23 @@ class Paths:
     snapshot: Path
 
 
-def paths(env: dict[str, str] | None = None) -> Paths:
-    env = os.environ if env is None else env
-    db = Path(env.get("SCANWATCH_DB") or DEFAULT_DB)
-    snapshot = Path(env.get("SCANWATCH_SNAPSHOT") or db.with_name(SNAPSHOT_NAME))
-    return Paths(db=db, snapshot=snapshot)
+@dataclass(frozen=True)
+class Workspace:
+    """One followed workspace: where its API answers and which variable holds its key.
 
+    `label` is the name shown on metrics; None for the one workspace of the two variables, whose metrics
+    keep the service's own workspace name.
+    """
 
-def service(env: dict[str, str] | None = None) -> tuple[str, str]:
-    """Base URL and credential, checked for shape before any request is made."""
-    env = os.environ if env is None else env
-    base_url = (env.get("SCANWATCH_BASE_URL") or "").strip().rstrip("/")
-    api_key = (env.get("SCANWATCH_API_KEY") or "").strip()
-    if not base_url:
-        raise ConfigError("SCANWATCH_BASE_URL is not set: set it to the API address ending in /v1")
-    if _userinfo(base_url):
-        # A password in the address would travel into logs, errors and run storage: refuse it, unseen.
-        raise ConfigError(
-            f"SCANWATCH_BASE_URL carries a user name or password ({mask_url(base_url)[:80]}): remove the part "
-            "before @; scanwatch authenticates with SCANWATCH_API_KEY only"
-        )
-    if not base_url.startswith(("http://", "https://")) or not base_url.endswith("/v1"):
-        raise ConfigError(
-            "SCANWATCH_BASE_URL must be an http(s) address ending in /v1, "
-            f"for example https://api.example.com/v1 (got {mask_url(base_url)[:80]!r})"
-        )
-    if not api_key:
-        raise ConfigError("SCANWATCH_API_KEY is not set: create an API key (rst_...) under Settings, API keys")
-    if not api_key.startswith(("rst_", "rat_")):
-        raise ConfigError("SCANWATCH_API_KEY does not look like an API key (rst_...) or an OAuth token (rat_...)")
-    return base_url, api_key
+    name: str
+    base_url: str
+    api_key: str = field(repr=False)
+    key_variable: str = "SCANWATCH_API_KEY"
+    label: str | None = None
+
+    def __repr__(self) -> str:
+        return (f"Workspace(name={self.name!r}, base_url={self.base_url!r}, "
+                f"api_key={mask_key(self.api_key)!r}, key_variable={self.key_variable!r})")
 
 
 def _userinfo(url: str) -> bool:
@@ -76,36 +80,156 @@ def mask_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
 
 
-def dagster_home(env: dict[str, str] | None = None) -> Path | None:
-    """`DAGSTER_HOME` when set, checked: Dagster itself would fail later with a stack trace."""
-    env = os.environ if env is None else env
-    value = env.get("DAGSTER_HOME")
-    if not value:
-        return None
-    home = Path(value)
-    if not home.is_absolute():
-        raise ConfigError(f"DAGSTER_HOME must be an absolute path (got {value[:80]!r}): set it to the full path "
-                          "of a folder, or unset it to run without Dagster's run storage")
-    if not home.is_dir():
-        raise ConfigError(f"DAGSTER_HOME={value[:80]} is not an existing folder: create it "
-                          "(mkdir -p \"$DAGSTER_HOME\") or unset it to run without Dagster's run storage")
-    return home
+def check_base_url(base_url: str, variable: str) -> str:
+    base_url = base_url.strip().rstrip("/")
+    if not base_url:
+        raise ConfigError(f"{variable} is not set: set it to the API address ending in /v1")
+    if _userinfo(base_url):
+        # A password in the address would travel into logs, errors and run storage: refuse it, unseen.
+        raise ConfigError(
+            f"{variable} carries a user name or password ({mask_url(base_url)[:80]}): remove the part "
+            "before @; scanwatch authenticates with the API key only"
+        )
+    if not base_url.startswith(("http://", "https://")) or not base_url.endswith("/v1"):
+        raise ConfigError(
+            f"{variable} must be an http(s) address ending in /v1, "
+            f"for example https://api.example.com/v1 (got {mask_url(base_url)[:80]!r})"
+        )
+    return base_url
 
 
-def writable_db(env: dict[str, str] | None = None) -> Path:
-    """The history's path, checked before a sync holds any lock: the file, or the folder it will be made in,
-    must be writable."""
-    db = paths(env).db
-    if db.exists():
-        if db.is_dir() or not os.access(db, os.R_OK | os.W_OK):
-            raise ConfigError(f"SCANWATCH_DB={db} is not a writable file: fix its permissions or point "
-                              "SCANWATCH_DB elsewhere")
-        folder = db.parent
-    else:
-        folder = db.parent if str(db.parent) else Path(".")
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(f"the folder of SCANWATCH_DB ({folder}) is not writable: DuckDB writes its file and "
-                          "journal there; fix its permissions or point SCANWATCH_DB elsewhere")
-    return db
+def check_api_key(api_key: str, variable: str) -> str:
+    api_key = api_key.strip()
+    if not api_key:
+        raise ConfigError(f"{variable} is not set: create an API key (rst_...) under Settings, API keys")
+    if not api_key.startswith(KEY_PREFIXES):
+        raise ConfigError(f"{variable} does not look like an API key (rst_...) or an OAuth token (rat_...)")
+    if not (api_key.isascii() and api_key.isprintable()) or any(c.isspace() for c in api_key):
+        # httpx would fail deep in header encoding with a message that names nothing to fix.
+        raise ConfigError(
+            f"{variable} holds characters no API key has (spaces, line breaks or non-ASCII): "
+            "copy the key (rst_...) again from Settings, API keys"
+        )
+    return api_key
+
+
+class Settings:
+    """Everything scanwatch reads from its environment, read once."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self._env: Mapping[str, str] = dict(os.environ if env is None else env)
+        db = Path(self._env.get("SCANWATCH_DB") or DEFAULT_DB)
+        self.paths = Paths(db=db, snapshot=Path(self._env.get("SCANWATCH_SNAPSHOT") or db.with_name(SNAPSHOT_NAME)))
+        file = (self._env.get("SCANWATCH_WORKSPACES_FILE") or "").strip()
+        self.workspaces_file: Path | None = Path(file) if file else None
+
+    @classmethod
+    def load(cls, env: Mapping[str, str] | None = None) -> Settings:
+        return cls(env)
+
+    def get(self, variable: str, default: str = "") -> str:
+        return self._env.get(variable) or default
+
+    def _int(self, variable: str, default: int) -> int:
+        value = self.get(variable).strip()
+        if not value:
+            return default
+        try:
+            return int(value)
+        except ValueError:
+            raise ConfigError(f"{variable} must be a whole number (got {value[:40]!r})") from None
+
+    # Cadences of the schedules, and the opt-in scheduled scans.
+    @property
+    def refresh_cron(self) -> str:
+        return self.get("SCANWATCH_REFRESH_CRON", "*/15 * * * *")
+
+    @property
+    def scans_cron(self) -> str:
+        return self.get("SCANWATCH_SCANS_CRON", "0 * * * *")
+
+    @property
+    def scan_cron(self) -> str:
+        return self.get("SCANWATCH_SCAN_CRON", "0 3 * * *")
+
+    @property
+    def scan_targets(self) -> list[str]:
+        return [t.strip() for t in self.get("SCANWATCH_SCAN_TARGETS").split(",") if t.strip()]
+
+    # The exporter's defaults for its flags.
+    @property
+    def exporter_address(self) -> str:
+        return self.get("SCANWATCH_EXPORTER_ADDRESS", "0.0.0.0")
+
+    @property
+    def exporter_port(self) -> int:
+        return self._int("SCANWATCH_EXPORTER_PORT", EXPORTER_PORT)
+
+    @property
+    def exporter_critical_info(self) -> int:
+        return self._int("SCANWATCH_EXPORTER_CRITICAL_INFO", 0)
+
+    @cached_property
+    def workspaces(self) -> tuple[Workspace, ...]:
+        """Every followed workspace, validated together: one bad entry and none is followed."""
+        if self.workspaces_file is None:
+            return (Workspace(
+                name=DEFAULT_WORKSPACE,
+                base_url=check_base_url(self.get("SCANWATCH_BASE_URL"), "SCANWATCH_BASE_URL"),
+                api_key=check_api_key(self.get("SCANWATCH_API_KEY"), "SCANWATCH_API_KEY"),
+            ),)
+        from pipelines.workspaces_file import read_workspaces_file
+
+        return read_workspaces_file(self.workspaces_file, self._env)
+
+    @property
+    def workspace_names(self) -> list[str]:
+        """Names of the followed workspaces, without needing their keys (Dagster's partitions at import)."""
+        if self.workspaces_file is None:
+            return [DEFAULT_WORKSPACE]
+        from pipelines.workspaces_file import read_workspace_names
+
+        return read_workspace_names(self.workspaces_file)
+
+    def workspace(self, name: str) -> Workspace:
+        for ws in self.workspaces:
+            if ws.name == name:
+                return ws
+        where = f"in {self.workspaces_file}" if self.workspaces_file else "(no SCANWATCH_WORKSPACES_FILE is set)"
+        raise ConfigError(f"no workspace named {name!r} {where}; "
+                          f"followed: {', '.join(ws.name for ws in self.workspaces)}")
+
+    def dagster_home(self) -> Path | None:
+        """`DAGSTER_HOME` when set, checked: Dagster itself would fail later with a stack trace."""
+        value = self.get("DAGSTER_HOME")
+        if not value:
+            return None
+        home = Path(value)
+        if not home.is_absolute():
+            raise ConfigError(f"DAGSTER_HOME must be an absolute path (got {value[:80]!r}): set it to the full "
+                              "path of a folder, or unset it to run without Dagster's run storage")
+        if not home.is_dir():
+            raise ConfigError(f"DAGSTER_HOME={value[:80]} is not an existing folder: create it "
+                              "(mkdir -p \"$DAGSTER_HOME\") or unset it to run without Dagster's run storage")
+        return home
+
+    def writable_db(self) -> Path:
+        """The history's path, checked before a sync holds any lock: the file, or the folder it will be made
+        in, must be writable."""
+        db = self.paths.db
+        if db.exists():
+            if db.is_dir() or not os.access(db, os.R_OK | os.W_OK):
+                raise ConfigError(f"SCANWATCH_DB={db} is not a writable file: fix its permissions or point "
+                                  "SCANWATCH_DB elsewhere")
+            folder = db.parent
+        else:
+            folder = db.parent if str(db.parent) else Path(".")
+            while not folder.exists() and folder != folder.parent:
+                folder = folder.parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise ConfigError(f"the folder of SCANWATCH_DB ({folder}) is not writable: DuckDB writes its file and "
+                              "journal there; fix its permissions or point SCANWATCH_DB elsewhere")
+        return db
+
+    def __repr__(self) -> str:
+        return f"Settings(db={str(self.paths.db)!r}, workspaces_file={self.workspaces_file!r})"

@@ -1,8 +1,8 @@
 import subprocess
 import sys
 
-from pipelines import settings
 from pipelines.cli import SUBCOMMANDS
+from pipelines.settings import Settings
 
 
 def test_help_lists_every_promised_command():
@@ -15,21 +15,6 @@ def test_help_lists_every_promised_command():
 
 
 def test_snapshot_defaults_beside_the_database():
-    p = settings.paths({"SCANWATCH_DB": "/x/y/history.duckdb"})
+    p = Settings.load({"SCANWATCH_DB": "/x/y/history.duckdb"}).paths
     assert str(p.snapshot) == "/x/y/scanwatch-metrics.json"
-    assert str(settings.paths({}).db) == "data/scanwatch.duckdb"
-
-
-def test_service_settings_name_the_variable_to_fix():
-    import pytest
-
-    with pytest.raises(settings.ConfigError, match="SCANWATCH_BASE_URL"):
-        settings.service({"SCANWATCH_API_KEY": "rst_x"})
-    with pytest.raises(settings.ConfigError, match="ending in /v1"):
-        settings.service({"SCANWATCH_BASE_URL": "http://h/api", "SCANWATCH_API_KEY": "rst_x"})
-    with pytest.raises(settings.ConfigError, match="SCANWATCH_API_KEY"):
-        settings.service({"SCANWATCH_BASE_URL": "http://h/v1"})
-    assert settings.service({"SCANWATCH_BASE_URL": "http://h/v1/", "SCANWATCH_API_KEY": " rst_k "}) == (
-        "http://h/v1",
-        "rst_k",
-    )
+    assert str(Settings.load({}).paths.db) == "data/scanwatch.duckdb"

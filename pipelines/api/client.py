@@ -18,6 +18,8 @@ from urllib.parse import quote
 
 import httpx
 
+from pipelines.settings import mask_key
+
 from .errors import MalformedResponseError, connection_error, from_response
 from .pacing import Pacer, shared_pacer
 from .paging import collect_latest, iter_unique, walk
@@ -35,12 +37,6 @@ def _version() -> str:
         return metadata.version("scanwatch")
     except metadata.PackageNotFoundError:  # running from a source tree that is not installed
         return "0"
-
-
-def mask_key(api_key: str) -> str:
-    """What may be shown of a credential: its kind, never its secret part."""
-    prefix = api_key[:4] if api_key[:4] in ("rst_", "rat_") else ""
-    return f"{prefix}…"
 
 
 def _check_envelope(body: Any) -> dict[str, Any]:

@@ -27,7 +27,7 @@ def refresh_snapshot(conn: duckdb.DuckDBPyConnection, *, path: Path | None = Non
     asset when an upstream one fails, and without a fresh snapshot the failure would stay invisible on
     /metrics until the staleness alert.
     """
-    path = path or settings.paths().snapshot
+    path = path or settings.Settings.load().paths.snapshot
     snapshot = build_snapshot(conn, now=now or datetime.now(UTC), critical_info_limit=critical_info_limit,
                               sla_days={**sla_days_from_env(), **(sla_days or {})})
     killpoint("snapshot.built")

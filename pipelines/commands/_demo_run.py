@@ -25,6 +25,7 @@ from pipelines.commands._demo_files import (
     write_prometheus_config,
 )
 from pipelines.commands._procs import Child, ChildFailed, Children, http_status, port_in_use, wait_until
+from pipelines.settings import mask_key
 
 DEMO_REFRESH_CRON = "*/2 * * * *"
 DEMO_SCANS_CRON = "*/5 * * * *"
@@ -34,11 +35,6 @@ _API_KEY = re.compile(r"\b(?:rst|rat)_[0-9A-Za-z]{8,}")
 
 class _Stop(Exception):
     """Ctrl-C, SIGTERM or SIGHUP: unwind to the single place that stops the children."""
-
-
-def mask(secret: str) -> str:
-    """Enough of a key to tell two apart, never enough to use one."""
-    return f"{secret[:8]}…" if len(secret) > 12 else "…"
 
 
 def say(message: str = "") -> None:
@@ -207,7 +203,7 @@ class Demo:
         wait_until(announced, child, "base URL and API key in its output", timeout=60)
         base_url = found["url"].rstrip("/")
         wait_until(lambda: http_status(f"{base_url}/account") is not None, child, "HTTP answer", timeout=30)
-        say(f"  simulator   {base_url}  (key {mask(found['key'])}, scale small, seed {a.seed})")
+        say(f"  simulator   {base_url}  (key {mask_key(found['key'])}, scale small, seed {a.seed})")
         return base_url, found["key"]
 
     def _first_sync(self, env: dict[str, str], on_tick: Callable[[bool], None]) -> bool:
@@ -267,7 +263,8 @@ class Demo:
         elapsed = time.monotonic() - self.started
         say()
         say(f"scanwatch demo is up ({elapsed:.0f} s). Where to look:")
-        say(f"  simulated service  {base_url}   key {mask(api_key)} (a fake key; the full one is in the simulator log)")
+        say(f"  simulated service  {base_url}   key {mask_key(api_key)} "
+            "(a fake key; the full one is in the simulator log)")
         if dagster_url:
             say(f"  Dagster UI         {dagster_url}/asset-groups   the asset graph: each asset and its checks")
             say(f"                     {dagster_url}/runs           the first sync, then a refresh every 2 min")

@@ -70,7 +70,7 @@ def _db_path(given: Path | None) -> Path:
         return given
     from pipelines import settings
 
-    return settings.paths().db
+    return settings.Settings.load().paths.db
 
 
 def _resolve_sql(query: str, queries: dict[str, Any]) -> str:

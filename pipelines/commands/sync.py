@@ -79,13 +79,14 @@ def _sigint_watch() -> Iterator[list[bool]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import settings
+    from pipelines.settings import ConfigError, Settings
 
     try:
-        settings.service()
+        settings = Settings.load()
+        _ = settings.workspaces  # every workspace checked before any request is sent
         settings.dagster_home()
         settings.writable_db()
-    except settings.ConfigError as exc:
+    except ConfigError as exc:
         print(f"scanwatch sync: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:

@@ -1,0 +1,64 @@
+"""The settings object: one reading of the environment, every problem one line naming what to fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.api import ScanningClient
+from pipelines.resources import ScanningServiceResource, default_resources
+from pipelines.settings import ConfigError, Settings, mask_key
+
+KEY = "rst_" + "a1" * 20
+
+
+def _workspace(env: dict[str, str]):
+    return Settings.load(env).workspaces[0]
+
+
+def test_the_two_variables_make_one_workspace_named_default():
+    ws = _workspace({"SCANWATCH_BASE_URL": "http://h/v1/", "SCANWATCH_API_KEY": f" {KEY} "})
+    assert (ws.name, ws.base_url, ws.api_key, ws.label) == ("default", "http://h/v1", KEY, None)
+    assert KEY not in repr(ws) and "rst_…" in repr(ws)
+
+
+@pytest.mark.parametrize(("env", "says"), [
+    ({"SCANWATCH_API_KEY": KEY}, "SCANWATCH_BASE_URL is not set"),
+    ({"SCANWATCH_BASE_URL": "http://h/api", "SCANWATCH_API_KEY": KEY}, "ending in /v1"),
+    ({"SCANWATCH_BASE_URL": "http://h/v1"}, "SCANWATCH_API_KEY is not set"),
+    ({"SCANWATCH_BASE_URL": "http://h/v1", "SCANWATCH_API_KEY": "sk_live_x"}, "does not look like an API key"),
+    ({"SCANWATCH_BASE_URL": "http://h/v1", "SCANWATCH_API_KEY": "rst_é"}, "holds characters no API key has"),
+])
+def test_bad_service_settings_name_the_variable(env, says):
+    with pytest.raises(ConfigError, match=says):
+        _workspace(env)
+
+
+def test_paths_need_no_credential():
+    s = Settings.load({"SCANWATCH_DB": "/d/h.duckdb", "SCANWATCH_SNAPSHOT": "/s/m.json"})
+    assert (str(s.paths.db), str(s.paths.snapshot)) == ("/d/h.duckdb", "/s/m.json")
+
+
+def test_exporter_and_schedule_defaults_come_from_the_settings():
+    s = Settings.load({"SCANWATCH_EXPORTER_PORT": "9999", "SCANWATCH_SCAN_TARGETS": " a, ,b "})
+    assert (s.exporter_port, s.exporter_address, s.exporter_critical_info) == (9999, "0.0.0.0", 0)
+    assert s.scan_targets == ["a", "b"] and s.refresh_cron == "*/15 * * * *"
+    with pytest.raises(ConfigError, match="SCANWATCH_EXPORTER_PORT must be a whole number"):
+        _ = Settings.load({"SCANWATCH_EXPORTER_PORT": "http"}).exporter_port
+
+
+def test_one_key_masker_for_resource_client_and_settings():
+    resource = ScanningServiceResource(base_url="http://h/v1", api_key=KEY)
+    client = ScanningClient("http://h/v1", KEY)
+    try:
+        for text in (repr(resource), repr(client), repr(resource.workspace())):
+            assert KEY not in text and mask_key(KEY) in text
+    finally:
+        client.close()
+
+
+def test_resources_store_variable_names_not_keys(tmp_path):
+    file = tmp_path / "ws.yml"
+    file.write_text("workspaces:\n  - name: acme\n    api_key_env: KEY_ACME\n")
+    resources = default_resources(Settings.load({"SCANWATCH_WORKSPACES_FILE": str(file), "KEY_ACME": KEY}))
+    service = resources["scanning_service"]
+    assert service.workspaces_file == str(file) and not service.api_key and KEY not in repr(service)
