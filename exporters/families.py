@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client.metrics_core import (
@@ -25,6 +26,11 @@ PROJECT = ["workspace", "project_id", "project"]
 TARGET = [*PROJECT, "target_id", "address", "kind"]
 PIPELINE = ["workspace", "asset"]
 FINAL_SCAN_STATUSES = ("done", "failed")
+# What a page about a new critical issue says. Alert rules keep only the identity (workspace, project_id,
+# issue_id, change, from_severity, detected_at) and read the rest back by issue_id, because a repository
+# issue's location (its commit) moves at every scan and must not make the alert fire again.
+CRITICAL_NEW_LABELS = ["workspace", "project_id", "project", "issue_id", "address", "title", "family", "control_id",
+                       "location", "first_seen", "change", "from_severity", "detected_at"]
 CRITICAL_INFO_LABELS = ["workspace", "project_id", "project", "issue_id", "target_id", "control_id", "family",
                         "confidence"]
 
@@ -82,12 +88,42 @@ def fill(f: Families, doc: dict, critical_info_limit: int) -> None:
     _projects(tables, f, ws)
     _issues(doc, tables, f, ws)
     _pipeline(tables, f, ws)
+    _critical_arrivals(tables, f, ws)
     if critical_info_limit:
         for row in tables.get("critical_issues", [])[: critical_info_limit]:
             values = [ws(row), *(str(row.get(k) or "") for k in CRITICAL_INFO_LABELS[1:])]
             f.add(InfoMetricFamily, "secscan_critical_issue", "Open critical issues, newest first, capped "
                   "(opt-in); identifiers only, never titles, evidence or locations.", [], [],
                   dict(zip(CRITICAL_INFO_LABELS, values, strict=True)))
+
+
+def iso_utc(seconds: Any) -> str:
+    """Unix seconds as the ISO 8601 UTC text a notification shows ("" when unknown)."""
+    number = num(seconds)
+    if number is None:
+        return ""
+    return datetime.fromtimestamp(number, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _critical_arrivals(tables: dict, f: Families, ws: Callable[[dict], str]) -> None:
+    """One series per critical issue that arrived since the baseline and is still open (capped per
+    workspace in SQL), and per workspace how many arrivals the cap left out."""
+    listed: dict[str, int] = {}
+    total: dict[str, int] = {}
+    for r in tables.get("critical_arrivals", []):
+        workspace = ws(r)
+        listed[workspace] = listed.get(workspace, 0) + 1
+        total[workspace] = max(total.get(workspace, 0), int(r.get("workspace_arrivals") or 0))
+        values = {**{k: str(r.get(k) or "") for k in CRITICAL_NEW_LABELS}, "workspace": workspace,
+                  "first_seen": iso_utc(r.get("first_seen_at")), "detected_at": iso_utc(r.get("arrived_at"))}
+        f.gauge("secscan_critical_issue_new", "1 per critical issue that became open and critical (new, reopened, "
+                "raised or unmarked) after the first sync and within the critical SLA window, while it stays so; "
+                "labels carry what a page needs.", CRITICAL_NEW_LABELS, [values[k] for k in CRITICAL_NEW_LABELS], 1)
+    for w in tables.get("workspaces", []):
+        workspace = w.get("workspace") or w["workspace_id"]
+        unlisted = max(0, total.get(workspace, 0) - listed.get(workspace, 0))
+        f.gauge("secscan_critical_issues_new_unlisted", "New critical issues left out of secscan_critical_issue_new "
+                "by its per-workspace cap.", WS, [workspace], unlisted)
 
 
 def _workspaces(tables: dict, f: Families) -> None:

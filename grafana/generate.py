@@ -1,8 +1,8 @@
 """Dev-only generator of the committed Grafana files: `python grafana/generate.py [--check]`.
 
 The dashboards and the Grafana alert rule are plain JSON/YAML committed in the repo (Grafana reads them,
-not this script). Generating them keeps panel layout, datasource references and the new-critical
-expression (copied from the Prometheus rule, so the two never drift) consistent. Standard library and
+not this script). Generating them keeps panel layout, datasource references and the new-critical alert
+(labels and runbook copied from the Prometheus rule, so the two never drift) consistent. Standard library and
 PyYAML only; `--check` fails when the committed files are out of date.
 """
 
@@ -155,6 +155,11 @@ def overview() -> dict:
     lay.add(stat("Lowest project score", f"min(secscan_project_score{{{WS}}})",
                  thresholds=[{"color": "red", "value": None}, {"color": "orange", "value": 50},
                              {"color": "green", "value": 80}]), 4, 4)
+    lay.add(table("New critical issues (paging)", [
+        target(f"secscan_critical_issue_new{{{WS}}}", "", "A", instant=True, table=True)],
+        description="Critical issues that became open and critical since the first sync, within the critical SLA "
+                    "window, still open: one SecscanNewCriticalIssue alert each. The location shows the latest "
+                    "analysed commit."), 24, 6)
     lay.add(series("Project scores", [target(f"secscan_project_score{{{WS}}}", "{{project}} ({{workspace}})")],
                    unit="none"), 12, 8)
     lay.add(series("Open issues by severity", [target(f"sum by (severity) (secscan:issues_open:sum{{{WS}}})",
@@ -307,11 +312,24 @@ def project() -> dict:
                      "and scans.", variables, lay, links)
 
 
+# Grafana's templates cannot query Prometheus, so its alert instances carry the details as labels. The
+# commit is cut from the location (label_replace) because it moves at every scan of a repository and a new
+# label set would be a new alert; the dashboard panel shows the current commit.
+GRAFANA_NEW_CRITICAL = (
+    'max by (workspace, project_id, project, issue_id, address, title, family, control_id, location, first_seen, '
+    'change, from_severity, detected_at) (label_replace(secscan_critical_issue_new, "location", "$1", "location", '
+    '"(.*)@[^@]*"))'
+)
+WHAT = ('{{ if eq $labels.change "new" }}new critical issue{{ else if eq $labels.change "reopened" }}reopened after '
+        'a fix{{ else if eq $labels.change "raised" }}raised to critical from {{ $labels.from_severity }}{{ else }}'
+        'open again: its false-positive or accepted-risk mark was withdrawn{{ end }}')
+
+
 def grafana_alert_rules() -> dict:
-    """The new-critical alert as Grafana-managed alerting, with the Prometheus rule's own expression."""
+    """SecscanNewCriticalIssue as Grafana-managed alerting: one instance per issue, the same fields as the
+    Prometheus rule's notification (labels and runbook copied from it)."""
     rule = next(r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]
                 if r.get("alert") == "SecscanNewCriticalIssue")
-    ann = rule["annotations"]
     return {
         "apiVersion": 1,
         "groups": [{
@@ -321,8 +339,8 @@ def grafana_alert_rules() -> dict:
                 "title": "SecscanNewCriticalIssue",
                 "condition": "C",
                 "data": [
-                    {"refId": "A", "relativeTimeRange": {"from": 900, "to": 0}, "datasourceUid": DATASOURCE_UID,
-                     "model": {"refId": "A", "expr": rule["expr"], "instant": True, "range": False,
+                    {"refId": "A", "relativeTimeRange": {"from": 600, "to": 0}, "datasourceUid": DATASOURCE_UID,
+                     "model": {"refId": "A", "expr": GRAFANA_NEW_CRITICAL, "instant": True, "range": False,
                                "datasource": {"type": "prometheus", "uid": DATASOURCE_UID}}},
                     {"refId": "B", "datasourceUid": "__expr__",
                      "model": {"refId": "B", "type": "reduce", "expression": "A", "reducer": "last",
@@ -337,11 +355,15 @@ def grafana_alert_rules() -> dict:
                 "for": "0s",
                 "labels": dict(rule["labels"]),
                 "annotations": {
-                    "summary": ann["summary"].strip(),
-                    # Grafana's $value is a text rendering of every query; the number is $values.B.Value.
-                    "description": ann["description"].replace("$value", "$values.B.Value").strip(),
-                    "runbook": ann["runbook"].strip(),
-                    "__dashboardUid__": "scanwatch-project",
+                    "summary": "Critical issue in {{ $labels.project }} ({{ $labels.workspace }}): {{ $labels.title }}",
+                    "description": (
+                        "{{ $labels.title }} ({{ $labels.family }}/{{ $labels.control_id }}) at {{ $labels.address }}"
+                        "{{ with $labels.location }}, {{ . }}{{ end }}; project {{ $labels.project }}, workspace "
+                        "{{ $labels.workspace }}; first seen {{ $labels.first_seen }}; " + WHAT + ", detected "
+                        "{{ $labels.detected_at }}; issue {{ $labels.issue_id }}."),
+                    "what": WHAT,
+                    "runbook": rule["annotations"]["runbook"].strip(),
+                    "__dashboardUid__": "scanwatch-overview",
                 },
                 "isPaused": False,
             }],

@@ -34,8 +34,10 @@ TTF_BUCKETS: tuple[float, ...] = (
 )
 TABLES: tuple[str, ...] = (
     "workspaces", "quotas", "projects", "targets", "issue_severity", "issue_status", "issue_family",
-    "lifecycle", "time_to_fix", "scans", "pipeline", "critical_issues",
+    "lifecycle", "time_to_fix", "scans", "pipeline", "critical_issues", "critical_arrivals",
 )
+# Most new critical issues listed per workspace (SecscanNewCriticalIssue pages on each listed one).
+CRITICAL_NEW_LIMIT = 100
 
 
 class SnapshotError(RuntimeError):
@@ -72,6 +74,7 @@ def build_snapshot(
     now: datetime,
     sla_days: dict[str, int] | None = None,
     critical_info_limit: int = 50,
+    critical_new_limit: int = CRITICAL_NEW_LIMIT,
 ) -> dict:
     """Aggregate the whole history (every workspace) into the document the exporter serves.
 
@@ -90,6 +93,7 @@ def build_snapshot(
         "due_soon_fraction": DUE_SOON_FRACTION,
         "ttf_buckets": list(TTF_BUCKETS),
         "critical_limit": max(0, int(critical_info_limit)),
+        "critical_new_limit": max(1, int(critical_new_limit)),  # the cut is counted from listed rows
     }
     queries = _load_queries()
     # A cursor is a second connection to the same database: its own transaction gives every query the
@@ -109,6 +113,7 @@ def build_snapshot(
         "due_soon_fraction": DUE_SOON_FRACTION,
         "ttf_buckets": list(TTF_BUCKETS),
         "critical_info_limit": params["critical_limit"],
+        "critical_new_limit": params["critical_new_limit"],
         "tables": tables,
     }
 

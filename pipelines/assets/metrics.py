@@ -10,17 +10,19 @@ from pipelines import settings
 from pipelines._killpoints import killpoint
 from pipelines.assets._step import sync_step
 from pipelines.resources import HistoryResource
-from pipelines.snapshot import build_snapshot, sla_days_from_env, write_snapshot
+from pipelines.snapshot import CRITICAL_NEW_LIMIT, build_snapshot, sla_days_from_env, write_snapshot
 
 
 class SnapshotConfig(dg.Config):
     path: str = ""  # default: SCANWATCH_SNAPSHOT, else a file beside the database
     sla_days: dict[str, int] = {}  # per severity; unnamed ones come from SCANWATCH_SLA_DAYS or 7/30/90/180
     critical_info_limit: int = 50  # bound on the per-issue info series for open critical issues
+    critical_new_limit: int = CRITICAL_NEW_LIMIT  # per workspace, bound on the issues the new-critical alert names
 
 
 def refresh_snapshot(conn: duckdb.DuckDBPyConnection, *, path: Path | None = None, now: datetime | None = None,
-                     sla_days: dict[str, int] | None = None, critical_info_limit: int = 50) -> Path:
+                     sla_days: dict[str, int] | None = None, critical_info_limit: int = 50,
+                     critical_new_limit: int = CRITICAL_NEW_LIMIT) -> Path:
     """Build the snapshot from committed history and replace the file atomically.
 
     Also called after a failed run (the CLI's failure path and the run-failure sensor): Dagster skips this
@@ -29,6 +31,7 @@ def refresh_snapshot(conn: duckdb.DuckDBPyConnection, *, path: Path | None = Non
     """
     path = path or settings.Settings.load().paths.snapshot
     snapshot = build_snapshot(conn, now=now or datetime.now(UTC), critical_info_limit=critical_info_limit,
+                              critical_new_limit=critical_new_limit,
                               sla_days={**sla_days_from_env(), **(sla_days or {})})
     killpoint("snapshot.built")
     write_snapshot(snapshot, path)
@@ -47,6 +50,7 @@ def metrics_snapshot(
         pass
     with history.get_connection() as conn:
         path = refresh_snapshot(conn, path=Path(config.path) if config.path else None, now=step.now,
-                                sla_days=config.sla_days, critical_info_limit=config.critical_info_limit)
+                                sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
+                                critical_new_limit=config.critical_new_limit)
     return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path)),
                                           "bytes": path.stat().st_size, **step.metadata})

@@ -154,7 +154,8 @@ def test_every_dashboard_and_rule_expression_evaluates_with_data(stack):
     snap = stack.snapshot()
     project_id = busiest_project(snap)
     # Series the simulated world has no data for, so a query reading only them may be empty.
-    absent_ok = set()
+    # A first deployment pages on nothing: no critical issue has arrived since it, by definition.
+    absent_ok = {"secscan_critical_issue_new"}
     if all(w["trial_ends_at"] is None for w in snap["tables"]["workspaces"]):
         absent_ok.add("secscan_api_trial_end_timestamp_seconds")
     no_fix_yet = all(r["count"] == 0 for r in snap["tables"]["time_to_fix"] if r["project_id"] == project_id)
@@ -213,6 +214,8 @@ def test_first_deployment_does_not_page(stack):
     alerts = get_json(f"{stack.prom_url}/api/v1/alerts")["data"]["alerts"]
     assert not [a for a in alerts if a["labels"]["alertname"] == "SecscanNewCriticalIssue"]
     assert not stack.webhook.alerts("SecscanNewCriticalIssue")
+    assert stack.query("secscan_issues_open{severity=\"critical\"} > 0")  # there is a backlog...
+    assert not stack.query("secscan_critical_issue_new")  # ...and none of it is new
 
 
 def test_new_critical_issue_fires_and_reaches_the_webhook(stack):
@@ -230,14 +233,15 @@ def test_new_critical_issue_fires_and_reaches_the_webhook(stack):
     firing = poll("SecscanNewCriticalIssue firing in Prometheus", lambda: [
         a for a in get_json(f"{stack.prom_url}/api/v1/alerts")["data"]["alerts"]
         if a["labels"]["alertname"] == "SecscanNewCriticalIssue" and a["state"] == "firing"], timeout=30)
-    assert issue.project_id in {a["labels"]["project_id"] for a in firing}
+    assert issue.id in {a["labels"]["issue_id"] for a in firing}
     delivered = poll("the webhook receiving the alert from Alertmanager", lambda: [
-        a for a in stack.webhook.alerts("SecscanNewCriticalIssue") if a["labels"]["project_id"] == issue.project_id],
+        a for a in stack.webhook.alerts("SecscanNewCriticalIssue") if a["labels"]["issue_id"] == issue.id],
         timeout=30)
     alert = delivered[0]
     assert alert["labels"]["project_id"] == issue.project_id and alert["labels"]["severity"] == "page"
-    assert {"summary", "description", "runbook"} <= set(alert["annotations"])
-    assert alert["annotations"]["summary"].startswith("New critical issue in ")
+    assert alert["labels"]["change"] == "new"
+    assert {"summary", "description", "runbook", "title", "location"} <= set(alert["annotations"])
+    assert alert["annotations"]["summary"].startswith("Critical issue in ")
     # The opt-in info series names the issue (by id only) so a responder can find it.
     assert stack.query(f'secscan_critical_issue_info{{issue_id="{issue.id}"}}')
     # The sync ran while Prometheus scraped every second: no scrape failed, the snapshot stayed readable.

@@ -144,3 +144,16 @@ def load_history(conn: duckdb.DuckDBPyConnection) -> None:
             "INSERT INTO sync_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,'2026-10-13',NULL)",
             [ws, run, asset, started, finished, status, req, retries, limited, remaining, rows],
         )
+
+
+def add_critical_arrival(conn: duckdb.DuckDBPyConnection) -> None:
+    """A critical issue first seen after the history's first successful issues sync (2026-10-31T23:31), so
+    the snapshot lists it as a new critical issue; the known history alone has none (all its events are
+    the first deployment's backlog)."""
+    at = "2026-10-31T23:45:00Z"
+    conn.execute(
+        "INSERT INTO issues (workspace_id, id, project_id, target_id, address, control_id, family, severity, status,"
+        " title, location, first_seen_at, last_seen_at, first_observed_at, last_observed_at)"
+        " VALUES ('ws-1','i10','p1','t2','acme/shop','code.sqli','code','critical','open','SQL injection',"
+        " 'src/a.py:3@c1',?,?,?,?)", [at, at, at, at])
+    conn.execute("INSERT INTO issue_events VALUES ('ws-1','i10','p1','t2','critical',?,'opened',NULL,'open')", [at])

@@ -89,9 +89,9 @@ def test_queries_filter_by_their_variables():
             assert "$project_id" in q.expr, q.title
 
 
-def test_every_query_reads_series_the_exporter_or_rules_provide(snapshot, tmp_path):
+def test_every_query_reads_series_the_exporter_or_rules_provide(snapshot_with_arrival, tmp_path):
     path = tmp_path / "m.json"
-    write_snapshot(snapshot, path)
+    write_snapshot(snapshot_with_arrival, path)
     text = generate_latest(build_registry(path, critical_info_limit=5)).decode()
     exported = {s.name for fam in text_string_to_metric_families(text) for s in fam.samples}
     recorded = {q.title for q in alert_queries() if q.kind == "record"}
@@ -126,5 +126,13 @@ def test_provisioning_files():
     assert query["datasourceUid"] == source["uid"]
     prom_rule = next(r for g in yaml.safe_load((ROOT / "prometheus" / "rules" / "secscan-alerts.yml").read_text())
                      ["groups"] for r in g["rules"] if r.get("alert") == "SecscanNewCriticalIssue")
-    assert query["model"]["expr"] == prom_rule["expr"]  # one expression, two alerting paths
-    assert {"summary", "description", "runbook"} <= set(rule["annotations"])
+    # One instance per issue from the same series, same labels and runbook as the Prometheus rule; what the
+    # Prometheus rule reads back with `query` travels as instance labels (Grafana templates cannot query).
+    assert "secscan_critical_issue_new" in query["model"]["expr"] and "increase(" not in query["model"]["expr"]
+    assert rule["labels"] == prom_rule["labels"]
+    assert rule["annotations"]["runbook"] == prom_rule["annotations"]["runbook"].strip()
+    assert {"summary", "description", "runbook", "what"} <= set(rule["annotations"])
+    for field in ("project", "workspace", "address", "title", "family", "control_id", "location", "first_seen",
+                  "detected_at", "issue_id"):
+        assert f"$labels.{field}" in rule["annotations"]["description"], field
+        assert field in query["model"]["expr"], field

@@ -1,1 +1,1 @@
-from tests.exporter.conftest import history_conn, snapshot  # noqa: F401  (shared known-history fixtures)
+from tests.exporter.conftest import history_conn, snapshot, snapshot_with_arrival  # noqa: F401  (shared known-history fixtures)

@@ -21,6 +21,7 @@ RECORDING = PROM / "rules" / "secscan-recording.yml"
 REQUIRED_ALERTS = {
     "SecscanNewCriticalIssue", "SecscanProjectScoreDrop", "SecscanSlaBreached", "SecscanQuotaNearlyExhausted",
     "SecscanTrialEnding", "SecscanApiAccessLost", "SecscanSyncStale", "SecscanScansFailing",
+    "SecscanNewCriticalIssuesUnlisted",
 }
 METRIC = re.compile(r"\b(secscan[_:][a-zA-Z0-9_:]*)")
 
@@ -66,9 +67,11 @@ def test_every_alert_is_named_annotated_and_labelled():
         assert {"summary", "description", "runbook"} <= set(a["annotations"]), a["alert"]
         assert a["labels"]["severity"] in {"page", "warning", "info"}, a["alert"]
     new_critical = next(a for a in alerts if a["alert"] == "SecscanNewCriticalIssue")
-    assert "increase(secscan_issues_opened_total" in new_critical["expr"]
-    assert "increase(secscan_issues_reopened_total" in new_critical["expr"]
-    assert new_critical.get("for", "0s") in ("0s", "0m")
+    # One alert per issue from the per-issue series: whole numbers, no extrapolating increase().
+    assert "secscan_critical_issue_new" in new_critical["expr"] and "increase(" not in new_critical["expr"]
+    assert new_critical.get("for", "0s") in ("0s", "0m") and new_critical.get("keep_firing_for")
+    assert {"project", "address", "title", "family", "control_id", "location", "first_seen", "what"} <= set(
+        new_critical["annotations"])
 
 
 def test_every_alert_has_a_firing_and_a_silent_case():
@@ -83,8 +86,8 @@ def test_every_alert_has_a_firing_and_a_silent_case():
     assert names <= silent, names - silent
 
 
-def test_rules_read_only_series_the_exporter_serves(snapshot, tmp_path):
-    exported = exported_names(snapshot, tmp_path)
+def test_rules_read_only_series_the_exporter_serves(snapshot_with_arrival, tmp_path):
+    exported = exported_names(snapshot_with_arrival, tmp_path)
     recorded = {r["record"] for r in rules(RECORDING)}
     for rule in rules(ALERTS) + rules(RECORDING):
         for name in METRIC.findall(rule["expr"]):
