@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipelines._files import remove_stale
-from pipelines._killpoints import killpoint
+from pipelines import milestones
+from pipelines.stale_files import remove_stale
 
 if TYPE_CHECKING:  # duckdb stays out of the exporter's imports
     import duckdb
@@ -131,14 +131,14 @@ def write_snapshot(snapshot: dict, path: Path) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data[: len(data) // 2])
-            killpoint("snapshot.mid_write")
+            milestones.reached("snapshot.mid_write")
             fh.write(data[len(data) // 2 :])
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
-        killpoint("snapshot.before_replace")
+        milestones.reached("snapshot.before_replace")
         os.replace(tmp, path)
-        killpoint("snapshot.replaced")
+        milestones.reached("snapshot.replaced")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

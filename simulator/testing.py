@@ -20,7 +20,7 @@ from .model import Issue, Target
 from .server import ServerThread, build_runtime
 from .world import World
 
-__all__ = ["SimConfig", "Simulator", "serve_simulator", "simulator_fixture"]
+__all__ = ["SimConfig", "Simulator", "serve_simulator"]
 
 
 class Simulator:
@@ -139,17 +139,3 @@ def serve_simulator(config: SimConfig | None = None, **overrides: Any) -> Iterat
     finally:
         server.stop()
 
-
-def simulator_fixture(config: SimConfig | None = None, *, scope: str = "function", **overrides: Any) -> Any:
-    """A pytest fixture serving a simulator, for any conftest:
-
-        sim = simulator_fixture(SimConfig(seed=7, control=True), scope="module")
-    """
-    import pytest
-
-    @pytest.fixture(scope=scope)
-    def _simulator() -> Iterator[Simulator]:
-        with serve_simulator(config, **overrides) as sim:
-            yield sim
-
-    return _simulator

@@ -2,9 +2,9 @@
 
 import dagster as dg
 
-from pipelines._killpoints import killpoint
+from pipelines import milestones
 from pipelines.api import NotFoundError
-from pipelines.assets._step import Progress, sync_step
+from pipelines.assets.step import Progress, sync_step
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
 from pipelines.storage import merge_issues
@@ -38,7 +38,7 @@ def issues(
         progress.announce(pages, floor=first_read)
 
         def read(project_id: str) -> list[dict] | None:
-            killpoint("issues.paging")
+            milestones.reached("issues.paging")
             try:
                 found = client.list_issues(project_id)
             except NotFoundError:

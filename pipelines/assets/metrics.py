@@ -6,9 +6,8 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from pipelines import settings
-from pipelines._killpoints import killpoint
-from pipelines.assets._step import sync_step
+from pipelines import milestones, settings
+from pipelines.assets.step import sync_step
 from pipelines.resources import HistoryResource
 from pipelines.snapshot import CRITICAL_NEW_LIMIT, build_snapshot, sla_days_from_env, write_snapshot
 
@@ -33,7 +32,7 @@ def refresh_snapshot(conn: duckdb.DuckDBPyConnection, *, path: Path | None = Non
     snapshot = build_snapshot(conn, now=now or datetime.now(UTC), critical_info_limit=critical_info_limit,
                               critical_new_limit=critical_new_limit,
                               sla_days={**sla_days_from_env(), **(sla_days or {})})
-    killpoint("snapshot.built")
+    milestones.reached("snapshot.built")
     write_snapshot(snapshot, path)
     return path
 

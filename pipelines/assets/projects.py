@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from pipelines.assets._step import sync_step
+from pipelines.assets.step import sync_step
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.storage import merge_projects
 

@@ -2,9 +2,9 @@
 
 import dagster as dg
 
-from pipelines._killpoints import killpoint
+from pipelines import milestones
 from pipelines.api import NotFoundError
-from pipelines.assets._step import Progress, sync_step
+from pipelines.assets.step import Progress, sync_step
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
 from pipelines.storage import merge_scans
@@ -47,7 +47,7 @@ def scans(
                         stop_before = scan.get("created_at") or ""
                         continue
                     found.append(dict(scan, project_id=project_id))
-                    killpoint("scans.paging")
+                    milestones.reached("scans.paging")
             except NotFoundError:
                 context.log.warning("project %s vanished while its scans were read; skipped", project_id)
             progress.step(len(found))
@@ -70,7 +70,7 @@ def scans(
 
         fresh += [s for s in client.map(reread, pending) if s]
         result = step.add(merge_scans(conn, step.workspace_id, fresh, now=step.now))
-        killpoint("scans.before_state")
+        milestones.reached("scans.before_state")
         record_scans_state(conn, step.workspace_id, todo, step.now)
         step.metadata.update({"projects_read": len(todo), "scans_upserted": result.rows["scans"],
                               "queued_rechecked": len(pending)})

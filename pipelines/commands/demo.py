@@ -1,6 +1,6 @@
 """`scanwatch demo`: the whole stack on the bundled simulator, so scanwatch can be seen working without an API key.
 
-Arguments are declared here; the work lives in `_demo_run` so `scanwatch --help` stays cheap.
+Arguments are declared here; the work lives in `demo_run` so `scanwatch --help` stays cheap.
 """
 
 from __future__ import annotations
@@ -33,6 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.commands._demo_run import Demo
+    from pipelines.commands.demo_run import Demo
 
     return Demo(args).run()

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         with _sigint_watch() as sigint:
-            from pipelines.commands._materialize import materialize_all
+            from pipelines.materialize import materialize_all
 
             outcome = materialize_all(full_reconcile=args.full_reconcile, console_level="CRITICAL")
     except KeyboardInterrupt:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines._killpoints import killpoint
+from pipelines import milestones
 from pipelines.sqlfiles import read_sql, sql_dir
 
 _MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
@@ -55,7 +55,7 @@ def migrate(conn: duckdb.DuckDBPyConnection, *, target: int | None = None) -> li
         try:
             conn.execute(read_sql(f"migrations/{name}"))
             conn.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [version, name])
-            killpoint("migrate.before_commit")
+            milestones.reached("migrate.before_commit")
             conn.execute("COMMIT")
         except Exception:
             conn.execute("ROLLBACK")

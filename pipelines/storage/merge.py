@@ -18,9 +18,9 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines._files import remove_stale
-from pipelines._killpoints import killpoint
+from pipelines import milestones
 from pipelines.sqlfiles import read_sql
+from pipelines.stale_files import remove_stale
 from pipelines.storage.entities import ACCOUNT, ISSUE, KNOWN_VALUES, PROJECT, SCAN, TARGET, Entity
 
 log = logging.getLogger("scanwatch.storage")
@@ -57,7 +57,7 @@ def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[di
                 for rec in records:
                     fh.write(json.dumps(rec, separators=(",", ":")))
                     fh.write("\n")
-            killpoint("merge.staged")
+            milestones.reached("merge.staged")
             spec = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in entity.columns) + "}"
             conn.execute(f"INSERT INTO {raw} SELECT * FROM read_json(?, format='newline_delimited', columns={spec})",
                          [path])
@@ -117,9 +117,9 @@ class _Transaction:
         if exc_type:
             self.conn.execute("ROLLBACK")
             return
-        killpoint("merge.before_commit")
+        milestones.reached("merge.before_commit")
         self.conn.execute("COMMIT")
-        killpoint("merge.after_commit")
+        milestones.reached("merge.after_commit")
 
 
 def _count(conn: duckdb.DuckDBPyConnection, sql: str, params: Iterable = ()) -> int:

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from pipelines.commands._demo_files import DemoSetupError, prepare, rule_files, write_prometheus_config
+from pipelines.commands.demo_files import DemoSetupError, prepare, rule_files, write_prometheus_config
 
 
 def test_rule_files_are_the_projects_rules_not_its_config_or_tests():

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from pipelines.commands._procs import stop_process
+from pipelines.commands.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -31,7 +31,7 @@ def env(sim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_sync(**kw):
-    from pipelines.commands._materialize import materialize_all
+    from pipelines.materialize import materialize_all
 
     return materialize_all(**kw)
 

@@ -68,8 +68,9 @@ def base(tmp: Path) -> tuple[Path, Dump]:
 
 
 def _sync_process(sim, work: Path, kill_at: str | None = None) -> subprocess.Popen:
-    env = service_env(sim, work / "history.duckdb", **({"SCANWATCH_KILL_AT": kill_at} if kill_at else {}))
-    return subprocess.Popen([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], cwd=ROOT, env=env,
+    env = service_env(sim, work / "history.duckdb")
+    command = ["-m", "tests.reliability.kill_at", kill_at] if kill_at else ["-m", "pipelines.cli"]
+    return subprocess.Popen([sys.executable, *command, "sync", "--quiet"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 

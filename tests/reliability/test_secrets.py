@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import httpx
 
-from pipelines.commands._materialize import materialize_all
+from pipelines.materialize import materialize_all
 from pipelines.resources import ScanningServiceResource
 from simulator.testing import SimConfig, serve_simulator
 from tests.reliability.harness import cli, service_env, sync_env

@@ -108,8 +108,8 @@ def test_a_sync_killed_while_it_upgrades_the_history_leaves_version_1_whole_and_
             m.setattr(storage_db, "_migrations", lambda: [(v, n) for v, n in real() if v <= 1])
             assert sync_in_process(sim, db).success
         before = _everything(db)
-        killed = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], cwd=ROOT,
-                                env=service_env(sim, db, SCANWATCH_KILL_AT="migrate.before_commit"),
+        killed = subprocess.run([sys.executable, "-m", "tests.reliability.kill_at", "migrate.before_commit",
+                                 "sync", "--quiet"], cwd=ROOT, env=service_env(sim, db),
                                 capture_output=True, text=True, timeout=300)
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         figures["crashes: kill points tried"] += 1

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from simulator.testing import SimConfig, Simulator, serve_simulator, simulator_fixture
+from simulator.testing import SimConfig, Simulator, serve_simulator
 
 
 def sim_config(**kw: object) -> SimConfig:
@@ -60,6 +60,3 @@ def code(r: httpx.Response) -> str:
     assert r.headers["Service-Version"] == "2026-10-13" and r.headers["Request-Id"]
     return err["code"]
 
-
-# The factory other test folders use in their own conftest.
-pytester_free_fixture = simulator_fixture(SimConfig(seed=3, control=False), scope="module")

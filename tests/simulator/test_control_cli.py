@@ -104,8 +104,3 @@ def test_cli_autopilot_runs_rounds() -> None:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=15) == 0
 
-
-def test_simulator_fixture_factory(pytester_free_fixture) -> None:
-    assert pytester_free_fixture.base_url.endswith("/v1")
-    assert httpx.get(pytester_free_fixture.base_url + "/account",
-                     headers=pytester_free_fixture.headers()).status_code == 200

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import dagster as dg
 import duckdb
 
-from pipelines._killpoints import killpoint
+from pipelines import milestones
 from pipelines.api import ScanningClient
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.storage import MergeResult, record_sync_run
@@ -104,7 +104,7 @@ def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: s
         record_sync_run(conn, workspace_id=step.workspace_id, run_id=context.run.run_id, asset=name,
                         started_at=started, finished_at=finished, status="success", stats=stats,
                         rows_written=step.rows_written)
-        killpoint("step.recorded")
+        milestones.reached("step.recorded")
         warnings = [w for r in step.merged for w in r.warnings]
         step.metadata.update({
             "rows_written": step.rows_written,

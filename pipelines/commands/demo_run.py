@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pipelines.commands._demo_files import (
+from pipelines.commands.demo_files import (
     DemoDirs,
     DemoSetupError,
     instance_initialised,
     prepare,
     write_prometheus_config,
 )
-from pipelines.commands._procs import Child, ChildFailed, Children, http_status, port_in_use, wait_until
+from pipelines.commands.processes import Child, ChildFailed, Children, http_status, port_in_use, wait_until
 from pipelines.settings import mask_key
 
 DEMO_REFRESH_CRON = "*/2 * * * *"
