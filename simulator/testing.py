@@ -98,6 +98,33 @@ class Simulator:
     def add_issue(self, target_id: str, severity: str = "critical", control_id: str | None = None) -> Issue:
         return self.world.add_issue(target_id, severity, control_id)
 
+    def scan_finds(self, issue_id: str, *, status: str | None = None, severity: str | None = None) -> Issue:
+        """A scan of the issue's target, now, finds it `status` ("fixed", or "open" again after a fix) and at
+        `severity`; a repository is analysed at a new commit. Lets a test stage one exact change."""
+        from .evolve import commit_of, fix, reopen
+
+        w = self.world
+        with w.lock:
+            issue = w.issues[issue_id]
+            t = w.targets[issue.target_id]
+            now = w.now()
+            commit = commit_of(w.new_id()) if t.kind == "repository" else None
+            if status == "fixed":
+                fix(issue, now)
+            elif status == "open" and issue.status == "fixed":
+                reopen(issue, now, commit)
+            elif status is not None:
+                raise ValueError(f"a scan finds an issue fixed or open, not {status!r}")
+            if severity is not None:
+                issue.severity = severity
+            if issue.status != "fixed":
+                issue.last_seen_at = now
+                issue.commit = commit or issue.commit
+            t.last_scan_at = now
+            w.rescore(t)
+            w.touch()
+            return issue
+
     def verify_target(self, target_id: str, verified: bool = True, proof_holds: bool = True) -> Target:
         return self.world.set_verified(target_id, verified, proof_holds)
 

@@ -72,12 +72,15 @@ class WebhookReceiver:
 
     def __init__(self) -> None:
         self.notifications: list[dict] = []
-        received = self.notifications
+        self.posts: list[tuple[str, dict]] = []  # (path, body) of every POST, Slack's included
+        received, posts = self.notifications, self.posts
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                received.append(json.loads(body or b"{}"))
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                posts.append((self.path, body))
+                if "alerts" in body:
+                    received.append(body)
                 self.send_response(200)
                 self.end_headers()
 
@@ -105,9 +108,49 @@ def write_alertmanager_config(path: Path, webhook_url: str) -> None:
     }))
 
 
-def write_prometheus_config(path: Path, exporter: str, alertmanager: str) -> None:
-    """The shipped rule files as they are, with 1 s scrape and evaluation intervals to keep the test short."""
+def write_shipped_alertmanager_config(path: Path, webhook_base: str) -> None:
+    """`prometheus/alertmanager.yml` as shipped (routes, grouping, inhibition, templates), with every receiver
+    pointed at the test's webhook (webhook URLs at /<receiver>, Slack at /slack/<receiver>), e-mail left out
+    (no SMTP server here; its template is rendered by amtool instead) and the route timers cut to seconds."""
+    config = yaml.safe_load((ROOT / "prometheus" / "alertmanager.yml").read_text())
+    config["global"]["slack_api_url"] = f"{webhook_base}/slack/default"
+    config["templates"] = [str(ROOT / "prometheus" / t) for t in config["templates"]]
+
+    def shorten(route: dict) -> None:
+        for key in ("group_wait", "group_interval"):
+            if key in route:
+                route[key] = "1s"
+        for child in route.get("routes", []):
+            shorten(child)
+
+    config["route"].update(group_wait="1s", group_interval="1s")
+    shorten(config["route"])
+    for receiver in config["receivers"]:
+        name = receiver["name"]
+        receiver.pop("email_configs", None)
+        for hook in receiver.get("webhook_configs", []):
+            hook["url"] = f"{webhook_base}/{name}"
+        for slack in receiver.get("slack_configs", []):
+            slack["api_url"] = f"{webhook_base}/slack/{name}"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def write_prometheus_config(path: Path, exporter: str, alertmanager: str, keep_firing_for: str | None = None) -> None:
+    """The shipped rule files with 1 s scrape and evaluation intervals to keep the test short; with
+    `keep_firing_for`, a copy of the rules where that hold is cut too (the shipped one is minutes)."""
     rules = sorted(str(p) for p in (ROOT / "prometheus" / "rules").glob("*.yml"))
+    if keep_firing_for is not None:
+        copies = []
+        for rule_file in map(Path, rules):
+            doc = yaml.safe_load(rule_file.read_text())
+            for group in doc["groups"]:
+                for rule in group["rules"]:
+                    if "keep_firing_for" in rule:
+                        rule["keep_firing_for"] = keep_firing_for
+            copy = path.parent / f"rules-{rule_file.name}"
+            copy.write_text(yaml.safe_dump(doc, sort_keys=False))
+            copies.append(str(copy))
+        rules = copies
     path.write_text(yaml.safe_dump({
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": rules,

@@ -52,12 +52,6 @@ def test_promtool_test_rules():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_alertmanager_example_config():
-    amtool = require("amtool")
-    result = subprocess.run([amtool, "check-config", str(PROM / "alertmanager.yml")], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
 def test_every_alert_is_named_annotated_and_labelled():
     alerts = rules(ALERTS)
     names = {a["alert"] for a in alerts}
