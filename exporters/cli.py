@@ -28,6 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="opt in to secscan_critical_issue_info for up to N open critical issues (default 0: off)")
 
 
+def _url(scheme: str, bound: tuple) -> str:
+    host, port = bound[0], bound[1]
+    if host in ("0.0.0.0", "::"):  # every interface: name one a local browser can open
+        host = "localhost"
+    return f"{scheme}://[{host}]:{port}/metrics" if ":" in host else f"{scheme}://{host}:{port}/metrics"
+
+
 def run(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         print("scanwatch exporter: --tls-cert and --tls-key go together", file=sys.stderr)
@@ -37,20 +44,20 @@ def run(args: argparse.Namespace) -> int:
     snapshot = args.snapshot or Settings.load().paths.snapshot
     from exporters.server import serve
 
-    # A snapshot renders in a background thread; a short GIL switch interval lets concurrent scrapes
-    # (socket I/O, a few small writes) through without waiting out the default 5 ms slices of that work.
+    # A new snapshot is built in a background thread; a short GIL switch interval lets concurrent scrapes
+    # through without waiting out the default 5 ms slices of that work.
     sys.setswitchinterval(0.0005)
 
     try:
         server, _thread = serve(snapshot, address=args.listen_address, port=args.port, certfile=args.tls_cert,
                                 keyfile=args.tls_key, critical_info_limit=max(0, args.critical_issue_info))
-    except OSError as exc:
-        print(f"scanwatch exporter: cannot listen on {args.listen_address}:{args.port}: {exc.strerror or exc}",
-              file=sys.stderr)
+    except OSError as exc:  # ssl.SSLError is one too: a certificate or key that does not load
+        reason = exc.strerror or str(exc)
+        print(f"scanwatch exporter: cannot listen on {args.listen_address}:{args.port}: {reason}", file=sys.stderr)
         return 1
-    scheme = "https" if args.tls_cert else "http"
-    host = "localhost" if args.listen_address in ("0.0.0.0", "::", "") else args.listen_address
-    print(f"scanwatch exporter: serving {scheme}://{host}:{server.server_port}/metrics from {snapshot}", flush=True)
+    bound = server.server_address
+    url = _url("https" if args.tls_cert else "http", bound)
+    print(f"scanwatch exporter: serving {url} (bound to {bound[0]} port {bound[1]}) from {snapshot}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -1,71 +1,138 @@
-"""The HTTP side: /metrics from the snapshot collector plus the exporter's own process metrics.
+"""The HTTP side: the exporter's ASGI app on uvicorn, bounded so no client can wedge it.
 
-A small WSGI app instead of prometheus-client's `start_http_server`, so the snapshot's series can be
-served from the exposition rendered once per snapshot (see render.py) rather than re-rendered per scrape.
+The standard library's thread-per-connection server let 3,000 dropped half-requests hold 3,000 threads
+and the exporter went unanswering for half a minute. Here one event loop holds the connections and:
+
+- a request head may be at most MAX_HEAD_BYTES (h11's own limit; larger is a 400);
+- every exchange (head in, body out) has EXCHANGE_SECONDS, Prometheus' default scrape timeout, after
+  which the connection is dropped, so a half-request or a reader that stopped reading cannot stay;
+- an idle keep-alive connection is closed after KEEP_ALIVE_SECONDS;
+- at MAX_CONNECTIONS the oldest connection with no request in progress is dropped for the new one, so a
+  flood of silent connections cannot keep a real scrape out; uvicorn's `limit_concurrency` answers 503
+  beyond that many requests at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
-import ssl
 import threading
+import time
 from pathlib import Path
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import ThreadingWSGIServer
-from prometheus_client.process_collector import ProcessCollector
+import uvicorn
+from prometheus_client import CollectorRegistry
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from exporters.app import make_app
 from exporters.collector import SecscanCollector
-from exporters.render import CONTENT_TYPE
+from exporters.exposition import Exposition
 from exporters.source import SnapshotSource
+
+MAX_HEAD_BYTES = 8 * 1024
+EXCHANGE_SECONDS = 10.0
+KEEP_ALIVE_SECONDS = 5
+MAX_CONNECTIONS = 64
+BACKLOG = 512
+
+
+class _BoundedH11(H11Protocol):
+    """uvicorn's h11 protocol with a deadline per exchange and room kept for new connections."""
+
+    exchange_seconds = EXCHANGE_SECONDS
+    max_connections = MAX_CONNECTIONS
+    _deadline: asyncio.TimerHandle | None = None
+    opened = 0.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.opened = self.loop.time()
+        self._arm()
+        if len(self.connections) >= self.max_connections:
+            idle = [c for c in self.connections if c is not self and isinstance(c, _BoundedH11)
+                    and (c.cycle is None or c.cycle.response_complete)]
+            if idle:
+                oldest = min(idle, key=lambda c: c.opened)
+                oldest.transport.abort()
+                self.connections.discard(oldest)  # now: its connection_lost only runs on the next loop turn
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()  # the next exchange on this keep-alive connection gets its own deadline
+
+    def _arm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = self.loop.call_later(self.exchange_seconds, self._expire)
+
+    def _expire(self) -> None:
+        if not self.transport.is_closing():
+            self.transport.abort()
+
+
+class RunningExporter:
+    """A started exporter: where it listens, and how to stop it."""
+
+    def __init__(self, server: uvicorn.Server, thread: threading.Thread, sock: socket.socket) -> None:
+        self._server, self._thread = server, thread
+        self.server_address: tuple = sock.getsockname()
+        self.server_port: int = self.server_address[1]
+
+    def shutdown(self, timeout: float = 15.0) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout)
+
+
+def _exposition(snapshot: Path, critical_info_limit: int) -> Exposition:
+    return Exposition(SecscanCollector(SnapshotSource(snapshot), critical_info_limit=critical_info_limit))
 
 
 def build_registry(snapshot: Path, *, critical_info_limit: int = 0) -> CollectorRegistry:
-    """A registry with scanwatch's series and the exporter's process metrics (for generate_latest users)."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(SecscanCollector(SnapshotSource(snapshot), critical_info_limit=critical_info_limit))
-    ProcessCollector(registry=registry)
-    return registry
+    """The registry /metrics serves (scanwatch's series and the process metrics), for `generate_latest`."""
+    return _exposition(snapshot, critical_info_limit).registry()
 
 
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # scrapes every few seconds: no access log
-        pass
-
-
-def make_app(collector: SecscanCollector):
-    """WSGI app: /metrics (and /) serve the exposition, /-/healthy answers ok, the rest is 404."""
-    process = CollectorRegistry(auto_describe=False)
-    ProcessCollector(registry=process)
-
-    def app(environ, start_response):
-        path = environ.get("PATH_INFO") or "/"
-        if path == "/-/healthy":
-            body, status, ctype = b"ok\n", "200 OK", "text/plain; charset=utf-8"
-        elif path in ("/", "/metrics"):
-            body, status, ctype = collector.exposition() + generate_latest(process), "200 OK", CONTENT_TYPE
-        else:
-            body, status, ctype = b"not found: scanwatch serves /metrics\n", "404 Not Found", "text/plain"
-        start_response(status, [("Content-Type", ctype), ("Content-Length", str(len(body)))])
-        return [b""] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
-
-    return app
+def _bind(address: str, port: int) -> socket.socket:
+    family, _, _, _, sockaddr = socket.getaddrinfo(address or None, port, type=socket.SOCK_STREAM,
+                                                   flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(sockaddr)
+        sock.listen(BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def serve(snapshot: Path, *, address: str = "0.0.0.0", port: int = 9817, certfile: str | None = None,
-          keyfile: str | None = None, critical_info_limit: int = 0) -> tuple[WSGIServer, threading.Thread]:
-    """Start serving in a background thread; returns (server, thread) so callers and tests can stop it."""
-    collector = SecscanCollector(SnapshotSource(snapshot), critical_info_limit=critical_info_limit)
-
-    class Server(ThreadingWSGIServer):
-        address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
-
-    httpd = make_server(address, port, make_app(collector), Server, handler_class=_QuietHandler)
-    if certfile and keyfile:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(certfile=certfile, keyfile=keyfile)
-        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, name="scanwatch-exporter", daemon=True)
+          keyfile: str | None = None, critical_info_limit: int = 0, exchange_seconds: float = EXCHANGE_SECONDS,
+          max_connections: int = MAX_CONNECTIONS) -> tuple[RunningExporter, threading.Thread]:
+    """Bind, then serve in a background thread; OSError (or ssl.SSLError) when it cannot start."""
+    protocol = type("BoundedH11", (_BoundedH11,), {"exchange_seconds": exchange_seconds,
+                                                   "max_connections": max_connections})
+    app = make_app(_exposition(snapshot, critical_info_limit))
+    config = uvicorn.Config(app, http=protocol, lifespan="off", log_config=None, log_level="error",
+                            access_log=False, server_header=False,
+                            limit_concurrency=max_connections, timeout_keep_alive=KEEP_ALIVE_SECONDS,
+                            h11_max_incomplete_event_size=MAX_HEAD_BYTES, backlog=BACKLOG,
+                            timeout_graceful_shutdown=5, ssl_certfile=certfile, ssl_keyfile=keyfile)
+    config.load()  # certificate errors surface here, in the caller's thread
+    sock = _bind(address, port)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="scanwatch-exporter",
+                              daemon=True)
     thread.start()
-    return httpd, thread
+    deadline = time.monotonic() + 30
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if not server.started:
+        sock.close()
+        raise OSError(f"the HTTP server did not start on {address}:{port}")
+    return RunningExporter(server, thread, sock), thread

@@ -1,8 +1,8 @@
 """The snapshot as the exporter sees it: re-read only when the file changes, last good copy kept.
 
 A scrape must never fail because a sync is running or crashed half way: the pipeline replaces the file
-atomically, and if it is ever missing or unreadable the exporter keeps serving the last document it
-could parse, saying so through `secscan_snapshot_readable 0`.
+atomically, and if it is ever missing, unreadable, not a regular file or too large, the exporter keeps
+serving the last document it could parse, saying so through `secscan_snapshot_readable 0`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.snapshot import SnapshotError, parse_snapshot
+from exporters.snapshot_format import SnapshotError, file_key, parse_snapshot, read_snapshot_bytes
 
 
 @dataclass(frozen=True)
@@ -30,14 +30,14 @@ class SnapshotSource:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._key: tuple[int, int, int] | str | None = None
+        self._key: object = None
         self._doc: dict | None = None
         self._readable = False
         self._errors = 0
         self._loads = 0
         self.last_error: str | None = None
 
-    def _fail(self, key: tuple[int, int, int] | str, message: str) -> None:
+    def _fail(self, key: object, message: str) -> None:
         if key != self._key:  # count each broken or missing file once, not once per scrape
             self._errors += 1
         self._key = key
@@ -52,23 +52,17 @@ class SnapshotSource:
     def peek(self) -> object:
         """The file's identity now (a stat, no read): compare with SnapshotState.key to see a change."""
         try:
-            st = os.stat(self.path)
+            return file_key(os.stat(self.path))
         except OSError:
             return "missing"
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def _refresh(self) -> None:
         try:
-            # fstat on the open descriptor: the key and the bytes come from the same file even if
-            # the pipeline swaps the path between the two calls.
-            with open(self.path, "rb") as fh:
-                st = os.fstat(fh.fileno())
-                key = (st.st_ino, st.st_mtime_ns, st.st_size)
-                if key == self._key:
-                    return
-                raw = fh.read()
-        except OSError as exc:
-            self._fail("missing", f"cannot read snapshot {self.path}: {exc.strerror or exc}")
+            key, raw = read_snapshot_bytes(self.path, self._key)
+        except SnapshotError as exc:  # keyed apart from any file key: tried again next scrape (a chmod may fix it)
+            self._fail(("unreadable", self.peek()), str(exc))
+            return
+        if raw is None:
             return
         try:
             doc = parse_snapshot(raw, str(self.path))

@@ -8,7 +8,6 @@ it atomically, so a scrape sees either the previous snapshot or the new one, nev
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -17,13 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from exporters.snapshot_format import SCHEMA_VERSION, TABLES, encode_snapshot
 from pipelines import milestones
 from pipelines.stale_files import remove_stale
 
 if TYPE_CHECKING:  # duckdb stays out of the exporter's imports
     import duckdb
 
-SCHEMA_VERSION = 1
 DEFAULT_SLA_DAYS: dict[str, int] = {"critical": 7, "high": 30, "medium": 90, "low": 180}
 # An open issue is "due soon" once less than this share of its SLA window is left.
 DUE_SOON_FRACTION = 0.25
@@ -32,16 +31,8 @@ TTF_BUCKETS: tuple[float, ...] = (
     3600.0, 14400.0, 43200.0, 86400.0, 259200.0, 604800.0, 1209600.0, 2592000.0, 7776000.0, 15552000.0,
     31536000.0,
 )
-TABLES: tuple[str, ...] = (
-    "workspaces", "quotas", "projects", "targets", "issue_severity", "issue_status", "issue_family",
-    "lifecycle", "time_to_fix", "scans", "pipeline", "critical_issues", "critical_arrivals",
-)
 # Most new critical issues listed per workspace (SecscanNewCriticalIssue pages on each listed one).
 CRITICAL_NEW_LIMIT = 100
-
-
-class SnapshotError(RuntimeError):
-    """The snapshot file is missing, unreadable, or from an incompatible schema version."""
 
 
 def _load_queries() -> dict[str, str]:
@@ -125,7 +116,7 @@ def write_snapshot(snapshot: dict, path: Path) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(snapshot, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    data = encode_snapshot(snapshot)
     remove_stale(path.parent, f".{path.name}.*.tmp")  # a writer killed mid-write leaves its temp file
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -152,31 +143,6 @@ def write_snapshot(snapshot: dict, path: Path) -> None:
         pass
     finally:
         os.close(dir_fd)
-
-
-def read_snapshot(path: Path) -> dict:
-    """Load a snapshot, refusing one this version cannot interpret rather than exporting nonsense."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from exc
-    return parse_snapshot(raw, str(path))
-
-
-def parse_snapshot(raw: bytes, name: str = "snapshot") -> dict:
-    """Validate bytes already read (the exporter reads through its own descriptor)."""
-    try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        raise SnapshotError(f"snapshot {name} is not valid JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise SnapshotError(f"snapshot {name} is not a JSON object")
-    if doc.get("schema") != SCHEMA_VERSION:
-        raise SnapshotError(f"snapshot {name} has schema {doc.get('schema')!r}, this version reads {SCHEMA_VERSION}")
-    tables = doc.get("tables")
-    if not isinstance(tables, dict) or not all(isinstance(tables.get(t, []), list) for t in TABLES):
-        raise SnapshotError(f"snapshot {name} has no valid 'tables' object")
-    return doc
 
 
 def sla_days_from_env(env: dict[str, str] | None = None) -> dict[str, int]:

@@ -18,6 +18,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporters.collector import SecscanCollector
+from exporters.exposition import Exposition
 from exporters.server import build_registry, serve
 from exporters.source import SnapshotSource
 from pipelines.snapshot import write_snapshot
@@ -212,7 +213,6 @@ def test_http_server_serves_metrics(snap_path):
         assert "process_resident_memory_bytes" in body
     finally:
         server.shutdown()
-        server.server_close()
 
 
 def test_tls(snap_path, tmp_path):
@@ -235,7 +235,6 @@ def test_tls(snap_path, tmp_path):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
     finally:
         server.shutdown()
-        server.server_close()
 
 
 def test_cli_serves_from_scanwatch_snapshot_and_stops_on_sigterm(snap_path):
@@ -294,19 +293,26 @@ def test_a_snapshot_that_parses_but_is_malformed_never_fails_a_scrape(snap_path,
     assert value(s, "secscan_snapshot_readable") == 0 and "secscan_project_score" not in s
 
 
-def test_cached_exposition_is_identical_to_prometheus_client_rendering(snap_path, snapshot):
-    from prometheus_client import CollectorRegistry
+def _families(body: bytes) -> dict:
+    """Families by name with their samples, minus the ones that move between two scrapes."""
+    return {f.name: (f.type, f.documentation, sorted(map(repr, f.samples)))
+            for f in text_string_to_metric_families(body.decode()) if not f.name.startswith("process_")}
 
-    collector = SecscanCollector(SnapshotSource(snap_path), critical_info_limit=5, clock=lambda: 1.8e9)
-    reg = CollectorRegistry(auto_describe=False)
-    reg.register(collector)
-    assert collector.exposition(wait=True) == generate_latest(reg)
-    assert collector.exposition(wait=True) == generate_latest(reg)  # served from the per-snapshot cache
+
+def test_cached_exposition_is_the_library_rendering(snap_path, snapshot):
+    exposition = Exposition(SecscanCollector(SnapshotSource(snap_path), critical_info_limit=5, clock=lambda: 1.8e9))
+    status, headers, body = exposition.body(None, None)
+    assert status == "200 OK" and headers == [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
+    assert _families(body) == _families(generate_latest(exposition.registry()))
+    assert _families(exposition.body(None, None)[2]) == _families(body)  # served from the per-snapshot cache
     changed = json.loads(json.dumps(snapshot))
     changed["tables"]["projects"][0]["project"] = 'Sh"op\\x\nnew'  # label values that need escaping
     write_snapshot(changed, snap_path)
-    body = collector.exposition(wait=True)
-    assert body == generate_latest(reg)
+    deadline = time.monotonic() + 10
+    while b'\\nnew"' not in (body := exposition.body(None, None)[2]):  # the new file renders in the background
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert _families(body) == _families(generate_latest(exposition.registry()))
     assert 'project="Sh\\"op\\\\x\\nnew"' in body.decode()
 
 
@@ -326,26 +332,28 @@ def test_http_paths(snap_path):
         assert err.value.code == 404
     finally:
         server.shutdown()
-        server.server_close()
 
 
 def test_http_scrapes_never_wait_for_a_new_snapshot_to_render(snap_path, snapshot):
-    collector = SecscanCollector(SnapshotSource(snap_path))
+    exposition = Exposition(SecscanCollector(SnapshotSource(snap_path)))
+
+    def body() -> bytes:
+        return exposition.body(None, None)[2]
 
     def score(body: bytes) -> float:
         return value(samples(body.decode()), "secscan_project_score", project_id="p1")
 
-    assert score(collector.exposition()) == 72  # nothing rendered yet: rendered inline
+    assert score(body()) == 72  # nothing rendered yet: rendered inline
     changed = json.loads(json.dumps(snapshot))
     changed["tables"]["projects"][0]["score"] = 55
     write_snapshot(changed, snap_path)
-    assert score(collector.exposition()) == 72  # served at once from the previous rendering...
+    assert score(body()) == 72  # served at once from the previous rendering...
     deadline = time.monotonic() + 10
-    while score(collector.exposition()) != 55:  # ...while the new file renders in the background
+    while score(body()) != 55:  # ...while the new file renders in the background
         assert time.monotonic() < deadline
         time.sleep(0.01)
     snap_path.unlink()
-    while value(samples(collector.exposition().decode()), "secscan_snapshot_readable") != 0:
+    while value(samples(body().decode()), "secscan_snapshot_readable") != 0:
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    assert score(collector.exposition()) == 55  # last good data kept
+    assert score(body()) == 55  # last good data kept

@@ -9,12 +9,10 @@ from datetime import datetime
 
 import pytest
 
+from exporters.snapshot_format import SCHEMA_VERSION, SnapshotError, read_snapshot
 from pipelines.snapshot import (
-    SCHEMA_VERSION,
     TTF_BUCKETS,
-    SnapshotError,
     build_snapshot,
-    read_snapshot,
     write_snapshot,
 )
 from tests.exporter.history import DAY, NOW, fresh_db

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from exporters.snapshot_format import parse_snapshot
 from exporters.source import SnapshotSource
-from pipelines.snapshot import parse_snapshot
 from simulator.testing import SimConfig, serve_simulator
 from tests.reliability.harness import ROOT, Dump, diff, dump, service_env, sync_in_process
 

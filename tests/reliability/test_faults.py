@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from exporters.snapshot_format import parse_snapshot
 from pipelines.commands.sync import _root_cause
-from pipelines.snapshot import parse_snapshot
 from simulator.testing import SimConfig, serve_simulator
 from tests.ingest.conftest import Oracle
 from tests.reliability.harness import Dump, diff, dump, query_rows, sync_in_process

@@ -1,0 +1,62 @@
+"""The exporter's ASGI app: /metrics through prometheus-client, /-/healthy for probes, 404 elsewhere.
+
+An unfiltered GET of /metrics is answered from the per-snapshot cache (exposition.py) with the library's
+own format negotiation and gzip; everything else on /metrics (filters by `name[]`, OPTIONS, and the 405
+for other methods) is the library's WSGI app as it is. Both run in worker threads, so encoding never
+holds up the event loop that accepts connections and enforces the deadlines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from prometheus_client import make_wsgi_app
+
+from exporters.exposition import Exposition
+
+METRICS_PATHS = ("/metrics", "/")
+ASGIApp = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
+
+
+def _call_wsgi(app: Callable, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
+    answer: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: object = None) -> None:
+        answer["status"], answer["headers"] = status, headers
+
+    body = b"".join(app(environ, start_response))
+    return answer["status"], answer["headers"], body
+
+
+def _library(exposition: Exposition, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
+    return _call_wsgi(make_wsgi_app(exposition.registry()), environ)
+
+
+def make_app(exposition: Exposition) -> ASGIApp:
+    async def app(scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        query = scope["query_string"].decode("latin-1")
+        if scope["path"] == "/-/healthy":
+            status, out, body = "200 OK", [("Content-Type", "text/plain; charset=utf-8")], b"ok\n"
+        elif scope["path"] not in METRICS_PATHS:
+            status, out = "404 Not Found", [("Content-Type", "text/plain; charset=utf-8")]
+            body = b"not found: scanwatch serves /metrics\n"
+        elif scope["method"] == "GET" and "name[]" not in parse_qs(query):
+            status, out, body = await asyncio.to_thread(exposition.body, headers.get("accept"),
+                                                        headers.get("accept-encoding"))
+        else:
+            environ = {"REQUEST_METHOD": scope["method"], "PATH_INFO": scope["path"], "QUERY_STRING": query,
+                       "HTTP_ACCEPT": headers.get("accept", ""),
+                       "HTTP_ACCEPT_ENCODING": headers.get("accept-encoding", "")}
+            status, out, body = await asyncio.to_thread(_library, exposition, environ)
+        out = [*out, ("Content-Length", str(len(body)))]
+        await send({"type": "http.response.start", "status": int(status.split(" ", 1)[0]),
+                    "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out]})
+        await send({"type": "http.response.body", "body": body})
+
+    return app

@@ -1,0 +1,104 @@
+"""The metrics snapshot's format: the one contract between the pipeline that writes it and the exporter.
+
+The pipeline (`pipelines/snapshot.py`) builds and writes the document; the exporter only reads it. Both
+take the schema version, the table names and the size cap from here, so the exporter depends on this
+format alone and never on the pipeline's internals (nor on DuckDB or Dagster).
+
+Reading is defensive because the path comes from the environment: it must be a regular file (a FIFO
+would block the reader until a writer appears, `/dev/zero` would never end) no larger than the cap, and
+nothing here ever blocks on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+TABLES: tuple[str, ...] = (
+    "workspaces", "quotas", "projects", "targets", "issue_severity", "issue_status", "issue_family",
+    "lifecycle", "time_to_fix", "scans", "pipeline", "critical_issues", "critical_arrivals",
+)
+# Far above any real snapshot (the large world's is about 200 KiB: rows are bounded by projects x
+# severities, never by issues), low enough that a wrong path cannot exhaust the exporter's memory.
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+
+FileKey = tuple[int, int, int]  # (inode, mtime ns, size): a new key means a new file to read
+
+
+class SnapshotError(RuntimeError):
+    """The snapshot is missing, not a regular file, too large, unreadable, or of another schema version."""
+
+
+def file_key(st: os.stat_result) -> FileKey:
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def read_snapshot_bytes(path: Path, known: FileKey | None = None) -> tuple[FileKey, bytes | None]:
+    """The file's key and bytes, or None for the bytes when the key is still `known` (nothing new to parse).
+
+    Opened non-blocking and checked with fstat on the same descriptor, so the key and the bytes come from
+    one file even if the pipeline swaps the path meanwhile, and a FIFO or device fails at once.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SnapshotError(f"snapshot {path} is not a regular file: point SCANWATCH_SNAPSHOT at the file "
+                                "`scanwatch sync` writes")
+        key = file_key(st)
+        if key == known:
+            return key, None
+        if st.st_size > MAX_SNAPSHOT_BYTES:
+            raise SnapshotError(f"snapshot {path} is {st.st_size:,} bytes, over the {MAX_SNAPSHOT_BYTES:,}-byte "
+                                "cap: it is not a scanwatch snapshot")
+        chunks, size = [], 0
+        while size <= MAX_SNAPSHOT_BYTES:  # read to the end, but never past the cap if the file grows
+            chunk = os.read(fd, min(1 << 20, MAX_SNAPSHOT_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_SNAPSHOT_BYTES:
+            raise SnapshotError(f"snapshot {path} grew over the {MAX_SNAPSHOT_BYTES:,}-byte cap while read")
+        return key, b"".join(chunks)
+    except OSError as exc:
+        raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def parse_snapshot(raw: bytes, name: str = "snapshot") -> dict:
+    """Validate bytes already read: refuse a document this version cannot interpret rather than export nonsense."""
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise SnapshotError(f"snapshot {name} is not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise SnapshotError(f"snapshot {name} is not a JSON object")
+    if doc.get("schema") != SCHEMA_VERSION:
+        raise SnapshotError(f"snapshot {name} has schema {doc.get('schema')!r}, this version reads {SCHEMA_VERSION}")
+    tables = doc.get("tables")
+    if not isinstance(tables, dict) or not all(isinstance(tables.get(t, []), list) for t in TABLES):
+        raise SnapshotError(f"snapshot {name} has no valid 'tables' object")
+    return doc
+
+
+def read_snapshot(path: Path) -> dict:
+    """Load and validate a snapshot file (SnapshotError with one line saying what is wrong)."""
+    _key, raw = read_snapshot_bytes(Path(path))
+    return parse_snapshot(raw or b"", str(path))
+
+
+def encode_snapshot(doc: dict) -> bytes:
+    """The bytes the pipeline writes: compact JSON, refused over the cap so the exporter never has to."""
+    data = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise SnapshotError(f"the metrics snapshot would be {len(data):,} bytes, over the exporter's "
+                            f"{MAX_SNAPSHOT_BYTES:,}-byte cap")
+    return data
