@@ -119,8 +119,13 @@ def make_endpoint(rt: Runtime, spec: RouteSpec) -> Callable[[Request], Awaitable
             with world.lock:
                 try:
                     status, payload = spec.handler(call)
-                except ApiError:
-                    if idem:
+                except ApiError as err:
+                    if idem and rt.config.readings["replay_errors"] and err.status not in (429, 503):
+                        # The loose reading: the first answer is the answer, an error too (429 and 503 say retry).
+                        rt.idempotency.finish(*idem, err.status, dumps(err.body(lang)), dict(err.headers),
+                                              keep_errors=True)
+                        idem = None
+                    elif idem:
                         rt.idempotency.release(*idem)
                     raise
                 if in_scope and spec.is_list:

@@ -24,18 +24,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--autopilot", type=float, default=0.0, metavar="SECONDS",
                         help="real clock: start a round of scans every SECONDS so dashboards move (default off)")
     parser.add_argument("--access-log", action="store_true", help="log one line per request (never the key)")
+    parser.add_argument("--reading", action="append", default=[], metavar="NAME[=false]",
+                        help="where the contract is loose, serve another reading (repeatable): "
+                             "failed_scan_moves_last_scan, failed_scan_reused, marks_switch_directly, replay_errors")
 
 
 def run(args: argparse.Namespace) -> int:
     import logging
     import threading
 
-    from .config import SimConfig
+    from .config import SimConfig, parse_readings
     from .server import ServerThread, build_runtime
 
     cfg = SimConfig(seed=args.seed, scale=args.scale, clock=args.clock, control=args.control, host=args.host,
                     port=args.port, rate_limit=args.rate_limit, rate_window=args.rate_window,
                     scan_seconds=args.scan_seconds, autopilot=args.autopilot, access_log=args.access_log)
+    try:
+        cfg.readings = parse_readings(args.reading)
+    except ValueError as exc:
+        print(f"scanwatch simulator: --reading: {exc}")
+        return 2
     if cfg.access_log:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     try:

@@ -7,6 +7,32 @@ from typing import Any
 
 SCALES = ("small", "medium", "large")
 
+# Where the contract is silent or loose, each reading a real service may take; the value is the simulator's
+# default. A client must work under every combination (the product's tests run against each).
+READINGS: dict[str, bool] = {
+    "failed_scan_moves_last_scan": False,  # a failed scan sets its target's (and project's) last_scan_at
+    "failed_scan_reused": False,  # a failed scan within the hour is returned (reused) instead of a new one
+    "marks_switch_directly": True,  # false_positive <-> accepted_risk without going back to open first
+    "replay_errors": False,  # an idempotent replay returns the first answer whatever its status (429, 503 aside)
+}
+
+
+def parse_readings(items: list[str] | dict[str, Any] | None) -> dict[str, bool]:
+    """`["name", "name=false", ...]` or a mapping, checked against READINGS, over the defaults."""
+    out = dict(READINGS)
+    pairs = items.items() if isinstance(items, dict) else (
+        (i.partition("=")[0], i.partition("=")[2] or "true") for i in (items or []))
+    for name, value in pairs:
+        name = str(name).strip()
+        if name not in READINGS:
+            raise ValueError(f"unknown reading {name!r}; known: {', '.join(READINGS)}")
+        if isinstance(value, str):
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(f"reading {name}: {value!r} is not true or false")
+            value = value.lower() in ("true", "1", "yes")
+        out[name] = bool(value)
+    return out
+
 
 @dataclass
 class SimConfig:
@@ -29,6 +55,7 @@ class SimConfig:
     autopilot: float = 0.0  # real clock only: start a round of scans every N seconds (0 = off)
     access_log: bool = False
     faults: dict[str, Any] = field(default_factory=dict)  # initial faults, see simulator.faults.Faults
+    readings: dict[str, bool] = field(default_factory=dict)  # see READINGS; unnamed ones keep their default
 
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
@@ -39,3 +66,4 @@ class SimConfig:
             raise ValueError("rate_limit must be >= 1 and rate_window > 0")
         if self.scan_seconds < 0:
             raise ValueError("scan_seconds must be >= 0")
+        self.readings = parse_readings(self.readings)

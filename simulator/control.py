@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .clock import iso
+from .config import parse_readings
 from .errors import ApiError
 
 
@@ -89,6 +90,10 @@ def control_routes(rt: Any) -> list[Route]:  # rt: app.Runtime (imported lazily 
         world.delete_project(request.path_params["project_id"])
         return {"deleted": request.path_params["project_id"]}
 
+    async def remove_target(request: Request) -> dict[str, Any]:
+        world.remove_target(request.path_params["target_id"])
+        return {"removed": request.path_params["target_id"]}
+
     async def add_issue(request: Request) -> dict[str, Any]:
         body = await _json(request)
         issue = world.add_issue(request.path_params["target_id"], body.get("severity", "critical"),
@@ -107,6 +112,13 @@ def control_routes(rt: Any) -> list[Route]:  # rt: app.Runtime (imported lazily 
                                  float(body["window"]) if "window" in body else None)
         return {"limit": rt.limiter.limit, "window": rt.limiter.window}
 
+    async def readings(request: Request) -> dict[str, Any]:
+        if request.method == "POST":
+            body = await _json(request)
+            with world.lock:
+                rt.config.readings = parse_readings({**rt.config.readings, **body})
+        return dict(rt.config.readings)
+
     async def stats(request: Request) -> dict[str, Any]:
         with world.lock:
             return {**world.stats(), "now": iso(world.now()), "seed": world.seed, "scale": rt.config.scale}
@@ -119,9 +131,11 @@ def control_routes(rt: Any) -> list[Route]:  # rt: app.Runtime (imported lazily 
         Route("/_sim/keys", guarded(keys), methods=["GET"]),
         Route("/_sim/targets/{target_id}/verify", guarded(verify), methods=["POST"]),
         Route("/_sim/targets/{target_id}/issues", guarded(add_issue), methods=["POST"]),
+        Route("/_sim/targets/{target_id}", guarded(remove_target), methods=["DELETE"]),
         Route("/_sim/projects/{project_id}/pause", guarded(pause), methods=["POST"]),
         Route("/_sim/projects/{project_id}", guarded(delete_project), methods=["DELETE"]),
         Route("/_sim/requests", guarded(requests), methods=["GET"]),
         Route("/_sim/rate-limit", guarded(rate_limit), methods=["GET", "POST"]),
         Route("/_sim/stats", guarded(stats), methods=["GET"]),
+        Route("/_sim/readings", guarded(readings), methods=["GET", "POST"]),
     ]

@@ -59,11 +59,12 @@ class IdempotencyStore:
             raise ApiError(409, "idempotency_in_progress")
         return entry
 
-    def finish(self, owner: str, key: str, status: int, body: bytes, headers: dict[str, str]) -> None:
+    def finish(self, owner: str, key: str, status: int, body: bytes, headers: dict[str, str], *,
+               keep_errors: bool = False) -> None:
         entry = self._entries.get((owner, key))
         if entry is None:
             return
-        if 200 <= status < 300:
+        if 200 <= status < 300 or keep_errors:
             entry.done, entry.status, entry.body, entry.headers = True, status, body, headers
         else:
             del self._entries[(owner, key)]

@@ -58,6 +58,10 @@ class IssueRules:
             raise ApiError(409, "issue_already_fixed")
         if not self.target_visible(self.targets[issue.target_id]):
             raise ApiError(409, "proof_required")
+        marked = ("false_positive", "accepted_risk")
+        if (not self.config.readings["marks_switch_directly"] and issue.status in marked and status in marked
+                and status != issue.status):
+            raise ApiError(400, "parameter_invalid", param="status")  # undo to open first
         if status == "open":
             issue.status, issue.status_reason, issue.marked_by = "open", None, None
         else:

@@ -114,6 +114,19 @@ class Rounds:
                     self.issues.pop(iid, None)
             self.touch()
 
+    def remove_target(self: World, target_id: str) -> None:
+        """The application removes a target: its scans and issues go with it (the API then answers 404)."""
+        with self.lock:
+            t = self.targets.pop(target_id, None)
+            if t is None:
+                raise not_found()
+            self.projects[t.project_id].target_ids.remove(target_id)
+            for sid in t.scan_ids:
+                self.scans.pop(sid, None)
+            for iid in t.issue_ids:
+                self.issues.pop(iid, None)
+            self.touch()
+
     def remove_scan(self: World, scan_id: str) -> None:
         scan = self.scans.pop(scan_id)
         self.targets[scan.target_id].scan_ids.remove(scan_id)

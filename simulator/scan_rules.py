@@ -27,10 +27,12 @@ class ScanRules:
         return None
 
     def recent_scan(self: World, t: Target, kind: str, now: float) -> Scan | None:
-        """A done scan of this kind finished within the hour; a failed one may be retried at once."""
+        """A done scan of this kind finished within the hour; a failed one may be retried at once, unless the
+        `failed_scan_reused` reading counts it too."""
+        reusable = ("done", "failed") if self.config.readings["failed_scan_reused"] else ("done",)
         for sid in reversed(t.scan_ids):
             s = self.scans[sid]
-            if s.kind == kind and s.status == "done" and s.finished_at is not None and now - s.finished_at < HOUR:
+            if s.kind == kind and s.status in reusable and s.finished_at is not None and now - s.finished_at < HOUR:
                 return s
             if s.created_at < now - 2 * HOUR:
                 break
@@ -56,6 +58,8 @@ class ScanRules:
         self.touch()
         if scan.will_fail:
             scan.status = "failed"
+            if self.config.readings["failed_scan_moves_last_scan"]:
+                t.last_scan_at = at
             return Changes()
         rng = random.Random(f"{self.seed}:evolve:{t.id}:{t.scans_done}")
         t.scans_done += 1

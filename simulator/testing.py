@@ -74,6 +74,13 @@ class Simulator:
     def clear_faults(self) -> None:
         self.rt.faults.clear()
 
+    def set_readings(self, **readings: bool) -> None:
+        """Serve another reading of a loose rule from now on (see simulator.config.READINGS)."""
+        from .config import parse_readings
+
+        with self.world.lock:
+            self.rt.config.readings = parse_readings({**self.rt.config.readings, **readings})
+
     def set_rate_limit(self, limit: int | None = None, window: float | None = None) -> None:
         self.rt.limiter.configure(limit, window)
 
@@ -136,6 +143,9 @@ class Simulator:
 
     def delete_project(self, project_id: str) -> None:
         self.world.delete_project(project_id)
+
+    def remove_target(self, target_id: str) -> None:
+        self.world.remove_target(target_id)
 
     def project_ids(self, key: str = "pro") -> list[str]:
         """Projects of the key's workspace, oldest first (as the API lists them)."""
