@@ -215,6 +215,9 @@ def _issues(doc: dict, tables: dict, f: Families, ws: Callable[[dict], str]) -> 
     for r in tables.get("issue_status", []):
         f.gauge("secscan_issues_by_status", "Issues by current status and severity.", [*PROJECT, "status",
                 "severity"], [ws(r), r["project_id"], r["project"], r["status"], r["severity"]], r.get("issues"))
+    for r in tables.get("issues_not_visible", []):
+        f.gauge("secscan_issues_not_visible", "Issues the service no longer shows (site unproved, target or "
+                "project removed); in no open count.", [*WS, "reason"], [ws(r), r["reason"]], r.get("issues"))
     for r in tables.get("issue_family", []):
         f.gauge("secscan_issues_open_by_family", "Open issues by family.", [*PROJECT, "family"],
                 [ws(r), r["project_id"], r["project"], r["family"]], r.get("open"))

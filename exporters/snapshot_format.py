@@ -20,6 +20,7 @@ SCHEMA_VERSION = 1
 TABLES: tuple[str, ...] = (
     "workspaces", "quotas", "projects", "targets", "issue_severity", "issue_status", "issue_family",
     "lifecycle", "time_to_fix", "scans", "pipeline", "critical_issues", "critical_arrivals",
+    "issues_not_visible",
 )
 # Far above any real snapshot (the large world's is about 200 KiB: rows are bounded by projects x
 # severities, never by issues), low enough that a wrong path cannot exhaust the exporter's memory.

@@ -166,6 +166,7 @@ def merge_projects(conn: duckdb.DuckDBPyConnection, workspace_id: str, projects:
         result.rows["targets"] = _stage(conn, TARGET, targets, result)
         conn.execute(read_sql("merge/projects.sql"))
         result.rows["score_snapshots"] = result.rows["projects"] + result.rows["targets"]
+        result.events = _hide_unlisted_issues(conn, [])
     return result
 
 
@@ -196,6 +197,28 @@ def _touch_unchanged_issues(conn: duckdb.DuckDBPyConnection) -> int:
     return conn.execute("SELECT count(*) FROM unchanged_issues").fetchall()[0][0]
 
 
+def _events_now(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    # The events this merge wrote all carry its `now`: no need to count the whole, ever-growing table.
+    return dict(conn.execute(
+        "SELECT event, count(*) FROM issue_events WHERE observed_at = getvariable('now') "
+        "AND workspace_id = getvariable('workspace_id') GROUP BY 1").fetchall())
+
+
+def _hide_unlisted_issues(conn: duckdb.DuckDBPyConnection, listed_projects: Sequence[str]) -> dict[str, int]:
+    """Issues whose project or target was removed, or whose site lost its proof, leave every open count.
+
+    `listed_projects` are the projects whose complete issue lists are staged in `stg_issues`; only there can
+    an issue's absence be read as the service hiding it.
+    """
+    conn.execute("SET VARIABLE listed_projects = CAST(? AS VARCHAR[])", [list(listed_projects)])
+    if listed_projects:
+        conn.execute("SET VARIABLE listed_issues = (SELECT coalesce(list(id), []) FROM stg_issues)")
+    else:
+        conn.execute("SET VARIABLE listed_issues = CAST([] AS VARCHAR[])")
+    conn.execute(read_sql("merge/issues_hidden.sql"))
+    return _events_now(conn)
+
+
 def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Sequence[dict], *,
                  now: datetime, project_state: Sequence[tuple[str, str | None, bool]] = ()) -> MergeResult:
     """Complete issue lists of some projects: events diffed against the history, then upserted.
@@ -207,12 +230,11 @@ def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Seq
     with _Transaction(conn):
         _set_context(conn, workspace_id, now)
         result.rows["issues"] = _stage(conn, ISSUE, issues, result)
+        conn.execute(read_sql("merge/issues_visible_again.sql"))
+        _hide_unlisted_issues(conn, [pid for pid, _, _ in project_state])
         _touch_unchanged_issues(conn)
         conn.execute(read_sql("merge/issues.sql"))
-        # The events this merge wrote all carry its `now`: no need to count the whole, ever-growing table.
-        result.events = dict(conn.execute(
-            "SELECT event, count(*) FROM issue_events WHERE observed_at = getvariable('now') "
-            "AND workspace_id = getvariable('workspace_id') GROUP BY 1").fetchall())
+        result.events = _events_now(conn)
         if project_state:
             conn.executemany(
                 "INSERT INTO project_sync_state (workspace_id, project_id, issues_fingerprint, issues_synced_at, "

@@ -4,7 +4,7 @@ SELECT
     control_id,
     min(family) AS family,
     count(*) AS issues,
-    count(*) FILTER (WHERE status = 'open') AS open_issues,
+    count(*) FILTER (WHERE status = 'open' AND hidden_reason IS NULL) AS open_issues,
     count(DISTINCT project_id) AS projects,
     count(DISTINCT target_id) AS targets,
     min(title) AS example_title

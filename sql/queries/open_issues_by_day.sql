@@ -8,6 +8,8 @@
 -- starting at fixed_at. An issue marked false positive or accepted risk before scanwatch first saw it
 -- never counts. The service's fixed_at is more exact than the sync that observed the fix, so it is used
 -- as the time of the fix event it belongs to. Severity follows severity_changed events the same way.
+-- An issue the service stopped showing (hidden: site unproved, target or project removed) leaves the count at
+-- its `hidden` event and comes back at its `visible_again` event.
 -- The series runs from the first first_seen_at to today (or to the latest change, if the service's clock
 -- is ahead of ours), so the last row agrees with the issues whose status is `open` now. The work grows
 -- with issues and changes, not with issues times days.
@@ -63,6 +65,11 @@ severity_events AS (
     FROM issue_events
     WHERE event = 'severity_changed'
 ),
+visibility_events AS (
+    SELECT issue_id, timezone('UTC', observed_at) AS changed_at, event = 'visible_again' AS visible
+    FROM issue_events
+    WHERE event IN ('hidden', 'visible_again')
+),
 issue_base AS (
     SELECT
         id,
@@ -79,6 +86,7 @@ points AS (
     UNION SELECT id, fixed_at FROM issue_base WHERE status = 'fixed' AND fixed_at > first_seen
     UNION SELECT issue_id, changed_at FROM status_events
     UNION SELECT issue_id, changed_at FROM severity_events
+    UNION SELECT issue_id, changed_at FROM visibility_events
 ),
 states AS (
     SELECT
@@ -89,20 +97,24 @@ states AS (
             first_status.from_value,
             CASE WHEN b.status = 'fixed' AND b.fixed_at > pt.p THEN 'open' ELSE b.status END
         ) AS status_then,
-        coalesce(v.to_value, first_severity.from_value, b.severity) AS severity_then
+        coalesce(v.to_value, first_severity.from_value, b.severity) AS severity_then,
+        coalesce(h.visible, TRUE) AS visible_then
     FROM points AS pt
     JOIN issue_base AS b ON b.id = pt.id AND pt.p >= b.first_seen
     ASOF LEFT JOIN status_events AS s ON s.issue_id = pt.id AND pt.p >= s.changed_at
     ASOF LEFT JOIN severity_events AS v ON v.issue_id = pt.id AND pt.p >= v.changed_at
+    ASOF LEFT JOIN visibility_events AS h ON h.issue_id = pt.id AND pt.p >= h.changed_at
     LEFT JOIN status_events AS first_status ON first_status.issue_id = pt.id AND first_status.n = 1
     LEFT JOIN severity_events AS first_severity ON first_severity.issue_id = pt.id AND first_severity.n = 1
 ),
 -- A state held over (p, next_p] is the state at the end of days date(p) up to the day before date(next_p):
 -- count it in with +1 on the first and out with -1 on the day after the last, then add up day by day.
 deltas AS (
-    SELECT CAST(p AS DATE) AS day, severity_then AS severity, 1 AS delta FROM states WHERE status_then = 'open'
+    SELECT CAST(p AS DATE) AS day, severity_then AS severity, 1 AS delta FROM states
+    WHERE status_then = 'open' AND visible_then
     UNION ALL
-    SELECT CAST(next_p AS DATE), severity_then, -1 FROM states WHERE status_then = 'open' AND next_p IS NOT NULL
+    SELECT CAST(next_p AS DATE), severity_then, -1 FROM states
+    WHERE status_then = 'open' AND visible_then AND next_p IS NOT NULL
 ),
 daily AS (
     SELECT

@@ -12,7 +12,7 @@ SELECT
     count(i.id) AS total,
     p.id AS project_id
 FROM projects AS p
-LEFT JOIN issues AS i ON i.project_id = p.id AND i.status = 'open'
+LEFT JOIN issues AS i ON i.project_id = p.id AND i.status = 'open' AND i.hidden_reason IS NULL
 WHERE p.removed_at IS NULL
 GROUP BY ALL
 ORDER BY critical DESC, high DESC, total DESC, project, project_id;

@@ -8,7 +8,7 @@ aged AS (
     SELECT i.*, s.sla_days, floor((epoch(now()) - epoch(i.first_seen_at)) / 86400)::INTEGER AS age_days
     FROM issues AS i
     JOIN sla AS s ON s.severity = i.severity
-    WHERE i.status = 'open'
+    WHERE i.status = 'open' AND i.hidden_reason IS NULL  -- the service no longer shows hidden ones
 )
 SELECT
     a.severity,

@@ -6,7 +6,9 @@ WITH fixed AS (
     WHERE status = 'fixed' AND fixed_at IS NOT NULL AND first_seen_at IS NOT NULL
 ),
 open_now AS (
-    SELECT project_id, count(*) AS open_issues FROM issues WHERE status = 'open' GROUP BY project_id
+    SELECT project_id, count(*) AS open_issues FROM issues
+    WHERE status = 'open' AND hidden_reason IS NULL
+    GROUP BY project_id
 )
 SELECT
     f.project_id,

@@ -12,6 +12,6 @@ SELECT
     epoch(coalesce(i.first_seen_at, i.first_observed_at)) AS first_seen_at
 FROM issues i
 JOIN projects p ON p.id = i.project_id AND p.removed_at IS NULL
-WHERE i.status = 'open' AND i.severity = 'critical'
+WHERE i.status = 'open' AND i.hidden_reason IS NULL AND i.severity = 'critical'
 ORDER BY coalesce(i.first_seen_at, i.first_observed_at) DESC, i.id
 LIMIT $critical_limit

@@ -5,7 +5,7 @@ WITH families AS (
     UNION SELECT DISTINCT family FROM issues WHERE family IS NOT NULL
 ),
 counts AS (
-    SELECT project_id, family, count(*) AS n FROM issues WHERE status = 'open' GROUP BY ALL
+    SELECT project_id, family, count(*) AS n FROM issues WHERE status = 'open' AND hidden_reason IS NULL GROUP BY ALL
 )
 SELECT p.workspace_id, p.id AS project_id, coalesce(p.name, p.id) AS project, f.family, coalesce(c.n, 0) AS open
 FROM projects p

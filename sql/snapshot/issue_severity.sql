@@ -27,7 +27,7 @@ open_issues AS (
     SELECT i.project_id, i.severity,
            epoch($now::TIMESTAMPTZ) - epoch(coalesce(i.first_seen_at, i.first_observed_at)) AS age
     FROM issues i
-    WHERE i.status = 'open'
+    WHERE i.status = 'open' AND i.hidden_reason IS NULL  -- an issue the service no longer shows is not open
 ),
 detected AS (
     SELECT i.project_id, coalesce(f.severity, i.severity) AS severity, count(*) AS n

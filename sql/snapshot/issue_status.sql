@@ -8,7 +8,8 @@ sevs AS (
     UNION SELECT DISTINCT severity FROM issues WHERE severity IS NOT NULL
 ),
 counts AS (
-    SELECT project_id, status, severity, count(*) AS n FROM issues GROUP BY ALL
+    -- Issues the service no longer shows count in secscan_issues_not_visible, not here.
+    SELECT project_id, status, severity, count(*) AS n FROM issues WHERE hidden_reason IS NULL GROUP BY ALL
 )
 SELECT p.workspace_id, p.id AS project_id, coalesce(p.name, p.id) AS project, s.status, v.severity,
        coalesce(c.n, 0) AS issues

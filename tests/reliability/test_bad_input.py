@@ -96,7 +96,8 @@ def test_a_project_that_vanishes_mid_sync_is_skipped_with_a_warning_and_nothing_
     with serve_simulator(SimConfig(seed=59, scale="small", clock="driven", control=True, rate_limit=100000)) as sim:
         assert sync_in_process(sim, db).success
         victim = sim.project_ids()[0]
-        kept = query_rows(db, "SELECT * EXCLUDE (last_observed_at) FROM issues WHERE project_id = ?", [victim])
+        kept = query_rows(db, "SELECT * EXCLUDE (last_observed_at, hidden_reason, hidden_at) FROM issues "
+                              "WHERE project_id = ?", [victim])
         assert kept
         sim.run_round()
         real = ScanningClient.list_issues
@@ -114,8 +115,11 @@ def test_a_project_that_vanishes_mid_sync_is_skipped_with_a_warning_and_nothing_
         assert f"project {victim} vanished" in capfd.readouterr().err
         assert sync_in_process(sim, db).success
     assert query_rows(db, "SELECT removed_at IS NOT NULL FROM projects WHERE id = ?", [victim]) == [(True,)]
-    # Its issues stay in the history as they were last seen.
-    assert query_rows(db, "SELECT * EXCLUDE (last_observed_at) FROM issues WHERE project_id = ?", [victim]) == kept
+    # Its issues stay in the history as they were last seen, set aside as no longer shown.
+    assert query_rows(db, "SELECT * EXCLUDE (last_observed_at, hidden_reason, hidden_at) FROM issues "
+                          "WHERE project_id = ?", [victim]) == kept
+    assert query_rows(db, "SELECT DISTINCT hidden_reason FROM issues WHERE project_id = ?", [victim]) == [
+        ("project_removed",)]
 
 
 def _wrong_types(path: str, body: Any) -> Any:

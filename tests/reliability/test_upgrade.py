@@ -28,11 +28,37 @@ def _config() -> SimConfig:
     return SimConfig(seed=83, scale="small", clock="driven", control=True, rate_limit=100000)
 
 
-def _everything(db: Path) -> dict[str, list[tuple]]:
-    """Every row of every table, observation timestamps included: an upgrade may change none of them."""
+def _columns(db: Path) -> dict[str, str]:
+    with duckdb.connect(str(db), read_only=True) as conn:
+        return {t: ", ".join(f'"{c}"' for (c,) in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+            [t]).fetchall()) for t in ALL_TABLES}
+
+
+def _everything(db: Path, columns: dict[str, str]) -> dict[str, list[tuple]]:
+    """Every row of every table in the given columns (those of version 1), observation timestamps included:
+    an upgrade may change none of them."""
     with duckdb.connect(str(db), read_only=True) as conn:
         conn.execute("SET TimeZone = 'UTC'")
-        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY {order}").fetchall() for t, order in ALL_TABLES.items()}
+        return {t: conn.execute(f"SELECT {columns[t]} FROM {t} ORDER BY {order}").fetchall()
+                for t, order in ALL_TABLES.items()}
+
+
+def _sync_as_version_1(sim, db: Path, tmp: Path) -> None:
+    """A history in schema version 1 holding a real sync: the current code syncs into a scratch file, and the
+    rows are copied, in version 1's columns, into a file that knew only the first migration."""
+    scratch = tmp / "scratch-current.duckdb"
+    assert sync_in_process(sim, scratch).success
+    with duckdb.connect(str(db)) as conn:
+        migrate(conn, target=1)
+        conn.execute(f"ATTACH '{scratch}' AS cur (READ_ONLY)")
+        for table in ALL_TABLES:
+            cols = ", ".join(f'"{c}"' for (c,) in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ? AND table_catalog = ? "
+                "ORDER BY ordinal_position", [table, db.stem]).fetchall())
+            conn.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM cur.{table}")
+        conn.execute("DETACH cur")
+    scratch.unlink()
 
 
 def _views(db: Path) -> set[str]:
@@ -50,7 +76,7 @@ def _open_now(db: Path) -> tuple[list, list]:
     return view, direct
 
 
-def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path, monkeypatch):
+def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path):
     assert max(v for v, _ in storage_db._migrations()) >= 2, "no migration after the first to upgrade to"
     old, ref = tmp_path / "old.duckdb", tmp_path / "reference.duckdb"
     with serve_simulator(_config()) as ref_sim:  # the same world, always on the current schema
@@ -58,14 +84,12 @@ def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path, monkeyp
         ref_sim.run_round()
         assert sync_in_process(ref_sim, ref).success
     with serve_simulator(_config()) as sim:
-        # A scanwatch that knew only the first migration writes the history through a real sync.
         real = storage_db._migrations
-        with monkeypatch.context() as m:
-            m.setattr(storage_db, "_migrations", lambda: [(v, n) for v, n in real() if v <= 1])
-            assert sync_in_process(sim, old).success
+        _sync_as_version_1(sim, old, tmp_path)
         with duckdb.connect(str(old)) as conn:
             assert schema_version(conn) == 1
-        before = _everything(old)
+        v1 = _columns(old)
+        before = _everything(old, v1)
         assert before["issues"] and before["issue_events"] and before["scans"]
         assert "open_issues_now" not in _views(old)
 
@@ -75,7 +99,7 @@ def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path, monkeyp
             assert migrate(conn) == []  # nothing left to apply the second time
         finally:
             conn.close()
-        assert _everything(old) == before
+        assert _everything(old, v1) == before
         view, direct = _open_now(old)
         assert view and view == direct
 
@@ -99,15 +123,14 @@ def test_each_later_migration_can_be_applied_twice_without_harm(tmp_path, name):
 
 
 def test_a_sync_killed_while_it_upgrades_the_history_leaves_version_1_whole_and_the_next_one_upgrades(
-        tmp_path, monkeypatch, figures):
+        tmp_path, figures):
     """The upgrade runs in one transaction: SIGKILL before its commit leaves the old schema and every row."""
     db = tmp_path / "old.duckdb"
     with serve_simulator(_config()) as sim:
         real = storage_db._migrations
-        with monkeypatch.context() as m:
-            m.setattr(storage_db, "_migrations", lambda: [(v, n) for v, n in real() if v <= 1])
-            assert sync_in_process(sim, db).success
-        before = _everything(db)
+        _sync_as_version_1(sim, db, tmp_path)
+        v1 = _columns(db)
+        before = _everything(db, v1)
         killed = subprocess.run([sys.executable, "-m", "tests.reliability.kill_at", "migrate.before_commit",
                                  "sync", "--quiet"], cwd=ROOT, env=service_env(sim, db),
                                 capture_output=True, text=True, timeout=300)
@@ -115,7 +138,7 @@ def test_a_sync_killed_while_it_upgrades_the_history_leaves_version_1_whole_and_
         figures["crashes: kill points tried"] += 1
         with duckdb.connect(str(db)) as conn:
             assert schema_version(conn) == 1
-        assert _everything(db) == before
+        assert _everything(db, v1) == before
         assert sync_in_process(sim, db).success
         with duckdb.connect(str(db)) as conn:
             assert schema_version(conn) == max(v for v, _ in real())

@@ -1,0 +1,33 @@
+-- Issues the service no longer shows, and why. An issue list is complete for its project, so a stored issue
+-- that is not listed has a reason: its project or target was removed (GET /projects stopped listing it), or
+-- its site lost its proof (issues of an unproved site are hidden, only counted in hidden_issues). Such an
+-- issue keeps its status (the service never said it was fixed) and leaves every open count.
+--
+-- Variables: listed_projects, the projects whose complete issue lists were read in this transaction (empty
+-- when called by the projects merge), and listed_issues, the ids those lists held. An issue missing from a
+-- list with none of these reasons is left as it is: the contract gives no other way for one to disappear.
+INSERT INTO issue_events (workspace_id, issue_id, project_id, target_id, severity, observed_at, event, from_value, to_value)
+WITH reasons AS (
+    SELECT i.id, i.project_id, i.target_id, i.severity, i.hidden_reason AS old_reason,
+           CASE
+               WHEN p.removed_at IS NOT NULL THEN 'project_removed'
+               WHEN t.removed_at IS NOT NULL THEN 'target_removed'
+               WHEN i.hidden_reason IS NOT NULL THEN i.hidden_reason
+               WHEN list_contains(getvariable('listed_projects'), i.project_id)
+                    AND (t.verified = false OR t.hidden_issues IS NOT NULL)
+                   THEN 'unverified'
+           END AS reason
+    FROM issues i
+    LEFT JOIN projects p ON p.id = i.project_id
+    LEFT JOIN targets t ON t.id = i.target_id
+    WHERE i.workspace_id = getvariable('workspace_id')
+      AND i.id NOT IN (SELECT unnest(getvariable('listed_issues')))  -- a listed issue is visible, whatever else
+)
+SELECT getvariable('workspace_id'), id, project_id, target_id, severity, getvariable('now'), 'hidden', old_reason, reason
+FROM reasons
+WHERE reason IS DISTINCT FROM old_reason AND reason IS NOT NULL;
+
+UPDATE issues SET hidden_reason = e.to_value, hidden_at = coalesce(issues.hidden_at, e.observed_at)
+FROM issue_events e
+WHERE e.issue_id = issues.id AND e.event = 'hidden' AND e.observed_at = getvariable('now')
+  AND e.workspace_id = getvariable('workspace_id');

@@ -1,0 +1,33 @@
+-- scanwatch history, schema version 3: issues the service stops listing, and scans that vanish.
+--
+-- An issue list is complete for its project, so a stored issue that is no longer listed has a reason: its
+-- site lost its proof (the service hides its issues and gives only the target's hidden_issues), its target
+-- was removed, or its project was removed. Such an issue is neither fixed (the service did not say so) nor
+-- open in any count: `hidden_reason` says why (`unverified`, `target_removed`, `project_removed`) and
+-- `hidden_at` since when; `issue_events` records `hidden` and `visible_again`. Its status is kept as it was,
+-- so an issue listed again with the same id returns to that status without a `reopened`.
+--
+-- A queued scan whose scan, target or project now answers 404 is settled: it gets a `scans_gone` row and
+-- nothing polls it again. Its `scans` row stays as last seen: deletion on the service never deletes history.
+--
+-- Only adds nullable columns, a table and replaces a view, so it is safe on any existing history.
+ALTER TABLE issues ADD COLUMN IF NOT EXISTS hidden_reason VARCHAR;
+ALTER TABLE issues ADD COLUMN IF NOT EXISTS hidden_at TIMESTAMPTZ;
+
+CREATE TABLE IF NOT EXISTS scans_gone (
+    workspace_id VARCHAR,
+    scan_id      VARCHAR PRIMARY KEY,
+    project_id   VARCHAR,
+    gone_at      TIMESTAMPTZ NOT NULL,
+    answered     VARCHAR NOT NULL  -- what said so: `scan`, `target` or `project` answering 404
+);
+
+CREATE OR REPLACE VIEW open_issues_now AS
+SELECT i.*, p.name AS project_name, t.kind AS target_kind
+FROM issues i
+JOIN projects p ON p.id = i.project_id
+LEFT JOIN targets t ON t.id = i.target_id
+WHERE i.status = 'open'
+  AND i.hidden_reason IS NULL
+  AND p.removed_at IS NULL
+  AND (t.id IS NULL OR t.removed_at IS NULL);
