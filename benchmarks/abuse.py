@@ -13,7 +13,6 @@ benchmarks/results/.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import struct
@@ -24,7 +23,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.scrape import LARGE, NOW, RESULTS, ROOT, _free_port, _percentiles, build_history
+from benchmarks.scrape import LARGE, NOW, ROOT, _free_port, _percentiles, build_history, print_and_save
 
 HALF_REQUEST = b"GET /metrics HTTP/1.1\r\nHost: exporter\r\nUser-Agent: half"
 SCRAPE_TIMEOUT = 60.0
@@ -162,15 +161,8 @@ def _report(result: dict) -> None:
         ("half-requests the exporter closed", f"{result['half_requests_closed_by_exporter']:,}"),
         ("scrape after they are dropped: median / worst", line(result["after_drop"])),
     ]
-    width = max(len(k) for k, _ in rows)
-    print(f"scanwatch exporter abuse benchmark (large world, {result['scrapes']} scrapes per phase)")
-    for key, value in rows:
-        print(f"  {key:<{width}}  {value}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"abuse-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"  written to {out.relative_to(ROOT)}")
-
+    print_and_save(f"scanwatch exporter abuse benchmark (large world, {result['scrapes']} scrapes per phase)", rows,
+                   result)
 
 if __name__ == "__main__":
     args = sys.argv[1:]

@@ -240,12 +240,17 @@ def _report(result: dict) -> None:
         ("exporter RSS idle / under writes / peak",
          "{idle} / {under_writes} / {peak} MiB".format(**result["exporter_rss_mib"])),
     ]
+    print_and_save(f"scanwatch exporter benchmark (large world, {result['scrapes']} scrapes at rest)", rows, result)
+
+
+def print_and_save(title: str, rows: list[tuple[str, str]], result: dict) -> None:
+    """Print the figures as a table and keep the result as JSON in benchmarks/results/."""
     width = max(len(k) for k, _ in rows)
-    print(f"scanwatch exporter benchmark (large world, {result['scrapes']} scrapes at rest)")
+    print(title)
     for key, value in rows:
         print(f"  {key:<{width}}  {value}")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"scrape-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    out = RESULTS / f"{result['benchmark']}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"  written to {out.relative_to(ROOT)}")
 
