@@ -99,6 +99,12 @@ def _rss_kib(pid: int) -> tuple[int, int]:
     return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
 
 
+def _cpu_ms(pid: int) -> float:
+    """CPU time (user + system) the process has used: unlike latency, barely moved by a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def _scrape(port: int) -> tuple[float, bytes]:
     started = time.perf_counter()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -168,7 +174,9 @@ def run(quick: bool = False) -> dict:
                     time.sleep(0.1)
             series = sum(1 for line in body.decode().splitlines() if line and not line.startswith("#"))
             idle_rss, _ = _rss_kib(proc.pid)
+            cpu_before = _cpu_ms(proc.pid)
             at_rest = [_scrape(port)[0] for _ in range(scrapes)]
+            cpu_per_scrape = (_cpu_ms(proc.pid) - cpu_before) / scrapes
             rest_rss, _ = _rss_kib(proc.pid)
 
             # The writer is another process, as the pipeline is: it replaces the snapshot every 250 ms
@@ -210,6 +218,7 @@ def run(quick: bool = False) -> dict:
         "snapshot_write_s": round(write_s, 3),
         "scrapes": scrapes,
         "at_rest": {k: round(v, 2) for k, v in _percentiles(at_rest).items()},
+        "exporter_cpu_ms_per_scrape_at_rest": round(cpu_per_scrape, 2),
         "under_writes": {k: round(v, 2) for k, v in _percentiles(under_writes).items()},
         "scrapes_under_writes": len(under_writes),
         "first_scrape_after_replacement": {k: round(v, 2) for k, v in _percentiles(first_after_change).items()}
@@ -230,6 +239,7 @@ def _report(result: dict) -> None:
         ("snapshot build (DuckDB, 50k issues)", f"{result['snapshot_build_s'] * 1000:,.0f} ms"),
         ("scrape at rest: median / p99",
          f"{result['at_rest']['median_ms']:.1f} / {result['at_rest']['p99_ms']:.1f} ms"),
+        ("exporter CPU per scrape at rest", f"{result['exporter_cpu_ms_per_scrape_at_rest']:.2f} ms"),
         ("scrape under snapshot replacement: median / p99",
          f"{result['under_writes']['median_ms']:.1f} / {result['under_writes']['p99_ms']:.1f} ms"),
         ("first scrape after a replacement: median / max",

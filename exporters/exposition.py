@@ -86,12 +86,19 @@ class Exposition:
         registry.register(self.process)
         return registry
 
-    def body(self, accept: str | None, accept_encoding: str | None) -> tuple[str, list[tuple[str, str]], bytes]:
-        """(status, headers, body) of an unfiltered scrape, as the library's `_bake_output` would answer."""
+    def body(self, accept: str | None, accept_encoding: str | None, *,
+             cached_only: bool = False) -> tuple[str, list[tuple[str, str]], bytes] | None:
+        """(status, headers, body) of an unfiltered scrape, as the library's `_bake_output` would answer.
+
+        `cached_only` answers only when the snapshot's part is already encoded in that format (a fraction of
+        a millisecond, fit for the event loop), and None when it would have to be encoded first.
+        """
         encoder, content_type = choose_encoder(accept or "")
         gzipped = gzip_accepted(accept_encoding or "")
-        ready = self._current()
-        part = self._part(ready, encoder, content_type, gzipped)
+        ready = self._current(cached_only)
+        part = None if ready is None else self._part(ready, encoder, content_type, gzipped, cached_only)
+        if ready is None or part is None:
+            return None
         live = encoder(_Fixed([*self.collector.health(ready.view), *self.process.collect()]))
         headers = [("Content-Type", content_type)]
         if part.compressor is None:
@@ -100,7 +107,7 @@ class Exposition:
         headers.append(("Content-Encoding", "gzip"))
         return "200 OK", headers, part.data + finish.compress(live) + finish.flush()
 
-    def _current(self) -> _Ready:
+    def _current(self, cached_only: bool = False) -> _Ready | None:
         key = self.collector.source.peek()
         with self._lock:
             ready = self._ready
@@ -108,16 +115,17 @@ class Exposition:
             if start:
                 self._refreshing = True
         if ready is None:  # the very first scrape: nothing to serve meanwhile
-            return self._prepare({})
+            return None if cached_only else self._prepare({})
         if start:
             threading.Thread(target=self._refresh, args=(dict(ready.parts),), name="scanwatch-snapshot-render",
                              daemon=True).start()
         return ready
 
-    def _part(self, ready: _Ready, encoder: Encoder, content_type: str, gzipped: bool) -> _Part:
+    def _part(self, ready: _Ready, encoder: Encoder, content_type: str, gzipped: bool,
+              cached_only: bool) -> _Part | None:
         with self._lock:
             part = ready.parts.get((content_type, gzipped))
-        if part is None:
+        if part is None and not cached_only:
             part = _encode_part(ready.view, encoder, gzipped)
             with self._lock:
                 if len(ready.parts) < MAX_FORMATS:

@@ -301,10 +301,12 @@ def _families(body: bytes) -> dict:
 
 def test_cached_exposition_is_the_library_rendering(snap_path, snapshot):
     exposition = Exposition(SecscanCollector(SnapshotSource(snap_path), critical_info_limit=5, clock=lambda: 1.8e9))
+    assert exposition.body(None, None, cached_only=True) is None  # nothing encoded yet: not for the event loop
     status, headers, body = exposition.body(None, None)
     assert status == "200 OK" and headers == [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
     assert _families(body) == _families(generate_latest(exposition.registry()))
-    assert _families(exposition.body(None, None)[2]) == _families(body)  # served from the per-snapshot cache
+    assert _families(exposition.body(None, None, cached_only=True)[2]) == _families(body)  # from the cache
+    assert exposition.body("application/openmetrics-text", None, cached_only=True) is None  # another format
     changed = json.loads(json.dumps(snapshot))
     changed["tables"]["projects"][0]["project"] = 'Sh"op\\x\nnew'  # label values that need escaping
     write_snapshot(changed, snap_path)
