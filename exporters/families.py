@@ -49,6 +49,11 @@ class Families:
 
     def add(self, kind: type, name: str, doc: str, labels: list[str], values: list[str], value: Any,
             **extra: Any) -> None:
+        # A label value that is not a string (a mismatched writer) would only fail later, in the encoder,
+        # on every scrape: refuse it here, so the document counts as unreadable and the last good one stays.
+        if not all(type(v) is str for v in values) or (kind is InfoMetricFamily and not all(
+                type(v) is str for v in value.values())):
+            raise TypeError(f"{name}: a label value is not a string")
         fam = self.items.get(name)
         if fam is None:
             fam = self.items[name] = kind(name, doc, labels=labels, **extra)

@@ -287,6 +287,13 @@ def test_a_snapshot_that_parses_but_is_malformed_never_fails_a_scrape(snap_path,
         assert value(s, "secscan_snapshot_readable") == 0
         assert value(s, "secscan_snapshot_load_errors_total") == 1
         assert value(s, "secscan_project_score", project_id="p1") == 72  # the last good document
+    for field, wrong in (("project", 123), ("grade", ["A"])):  # label values the encoder cannot escape
+        broken = json.loads(json.dumps(snapshot))
+        broken["tables"]["projects"][0][field] = wrong
+        write_snapshot(broken, snap_path)
+        s = samples(generate_latest(reg).decode())
+        assert value(s, "secscan_snapshot_readable") == 0
+        assert value(s, "secscan_project_score", project_id="p1") == 72
     fresh = CollectorRegistry(auto_describe=False)
     fresh.register(SecscanCollector(SnapshotSource(snap_path)))
     s = samples(generate_latest(fresh).decode())  # nothing good seen yet: only the health series
