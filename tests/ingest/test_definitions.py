@@ -32,6 +32,23 @@ def test_code_location_has_the_promised_graph(env):
         defs.resolve_job_def(job)
 
 
+def test_every_job_runs_in_process_and_every_step_in_the_duckdb_pool(env):
+    """A process per step cost a scheduled refresh 50 to 80 s for a second of work; the pool still guards
+    DuckDB, which the in-process executor honours step by step."""
+    defs = _defs()
+    graph = defs.resolve_asset_graph()
+    for name in ("sync_job", "refresh_job", "scans_job", "project_refresh_job", "scheduled_scans_job",
+                 "__ASSET_JOB"):
+        assert defs.resolve_job_def(name).executor_def is dg.in_process_executor, name
+    for key in graph.get_all_asset_keys():
+        if graph.get(key).is_materializable:
+            assert graph.get(key).pools == {"duckdb"}, key
+    from pipelines.checks import history_checks
+
+    for check in history_checks:
+        assert check.op.pool == "duckdb", check.op.name
+
+
 def test_sensor_asks_for_the_project_whose_scan_finished(sim, env):
     from pipelines.resources import HistoryResource, ScanningServiceResource
     from pipelines.sensors import scan_finished_sensor
