@@ -21,6 +21,7 @@ EXPECTED_QUERIES = {
     "sla_breaches",
     "regressions",
     "new_critical_this_week",
+    "new_critical_issues",
     "noisiest_controls",
     "project_score_history",
     "target_score_history",
@@ -166,6 +167,20 @@ def test_new_critical_this_week(history_db: Path) -> None:
     assert pick(rows, "issue_id", "first_seen_at", "status", "project", "control_id") == [
         ("i02", at(-3), "fixed", "shop", "secrets.aws"),
     ]
+
+
+def test_new_critical_issues(history_db: Path, tmp_path: Path) -> None:
+    # Every event of this history is at or before its first successful issues sync: a backlog, nothing new.
+    assert run(history_db, "new_critical_issues") == []
+    copy = tmp_path / "h.duckdb"
+    copy.write_bytes(history_db.read_bytes())
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    with duckdb.connect(str(copy)) as conn:  # i11 (open critical) regressed after that sync
+        conn.execute("INSERT INTO issue_events VALUES (?, 'i11', 'p2', 't3', 'critical', ?, 'reopened', 'fixed', "
+                     "'open')", [WS, now])
+    rows = run(copy, "new_critical_issues")
+    assert pick(rows, "issue_id", "change", "arrived_at", "control_id") == [("i11", "reopened", now, "headers.hsts")]
+    assert "explanation" in rows[0]  # the full text lives here, not in Prometheus
 
 
 def test_noisiest_controls(history_db: Path) -> None:

@@ -218,3 +218,19 @@ def test_only_what_a_page_needs_leaves_the_history():
     assert long["title"].startswith("Secret key in the bundle xxx") and len(long["title"]) == 200
     assert long["location"] == "app.js:7@abc"
     assert not {"explanation", "evidence", "detail"} & set(long)
+
+
+def test_an_issue_the_service_stops_listing_drops_out_and_returns_without_paging_again():
+    h = History()
+    h.sync(0)
+    h.opened("c1", 15)
+    h.sync(15)
+    (row,) = h.arrivals()
+    h.conn.execute("UPDATE issues SET hidden_reason = 'unverified', hidden_at = ? WHERE id = 'c1'", [at(30)])
+    h.event("c1", 30, "hidden", "critical", None, "unverified")
+    h.sync(30)
+    assert h.arrivals() == []
+    h.conn.execute("UPDATE issues SET hidden_reason = NULL, hidden_at = NULL WHERE id = 'c1'")
+    h.event("c1", 45, "visible_again", "critical", "unverified", "open")
+    h.sync(45)
+    assert h.arrivals() == [row]  # the same arrival: the same alert, not a new one
