@@ -149,6 +149,23 @@ class Settings:
         return self.get("SCANWATCH_SCANS_CRON", "0 * * * *")
 
     @property
+    def scans_interval_seconds(self) -> float:
+        """The shortest gap between two ticks of the scans schedule: what "once per interval" means."""
+        from dagster._utils.schedules import cron_string_iterator
+
+        try:
+            ticks = cron_string_iterator(0, self.scans_cron, "UTC")
+            previous = next(ticks)
+            gaps = []
+            for _ in range(48):
+                tick = next(ticks)
+                gaps.append((tick - previous).total_seconds())
+                previous = tick
+            return min(gaps)
+        except Exception:  # an invalid cron is reported by the schedule itself; fall back to hourly
+            return 3600.0
+
+    @property
     def scan_cron(self) -> str:
         return self.get("SCANWATCH_SCAN_CRON", "0 3 * * *")
 

@@ -1,11 +1,14 @@
 """Scan history, read incrementally."""
 
+from datetime import timedelta
+
 import dagster as dg
 
 from pipelines import milestones
 from pipelines.api import NotFoundError
 from pipelines.assets.step import Progress, sync_step
 from pipelines.resources import HistoryResource, ScanningServiceResource
+from pipelines.settings import Settings
 from pipelines.sqlfiles import read_sql
 from pipelines.storage import merge_scans
 from pipelines.storage.merge import record_scans_state
@@ -13,6 +16,9 @@ from pipelines.storage.merge import record_scans_state
 
 class ScansConfig(dg.Config):
     all_projects: bool = False  # read every project's scan list, not only the ones that moved
+    # A project that did not move still has its newest scan page read when its list is older than this share
+    # of the scans schedule's interval (a little under one, so every tick reads it despite start-time jitter).
+    peek_share_of_interval: float = 0.9
 
 
 @dg.asset(group_name="service", kinds={"duckdb"}, deps=["projects", "targets"], pool="duckdb")
@@ -22,12 +28,17 @@ def scans(
 ) -> dg.MaterializeResult:
     """One row per scan ever seen. Lists are newest first, so each moved project is read only down to the
     first scan the history already holds as finished (and past the scans sharing its created_at); scans still
-    queued in the history are re-read one by one. A project that has not moved since its last read costs no
-    request."""
+    queued in the history are re-read one by one. A failed scan need not move anything GET /projects shows, so
+    a project that has not moved still has its newest scan page read once per scans-schedule interval: at most
+    one request per project per interval, none between."""
     with sync_step(context, "scans", history, scanning_service) as step:
         conn, client = step.conn, step.client
-        todo = conn.execute(read_sql("sync/scan_projects.sql"),
-                            {"workspace_id": step.workspace_id, "all": config.all_projects}).fetchall()
+        interval = Settings.load().scans_interval_seconds
+        peek_before = step.now - timedelta(seconds=interval * config.peek_share_of_interval)
+        listed = conn.execute(read_sql("sync/scan_projects.sql"), {
+            "workspace_id": step.workspace_id, "all": config.all_projects, "peek_before": peek_before,
+        }).fetchall()
+        todo = [(pid, fp) for pid, fp, _ in listed]
         finished = {r[0] for r in conn.execute(
             "SELECT id FROM scans WHERE status IN ('done', 'failed') AND workspace_id = ?", [step.workspace_id]
         ).fetchall()}
@@ -72,6 +83,7 @@ def scans(
         result = step.add(merge_scans(conn, step.workspace_id, fresh, now=step.now))
         milestones.reached("scans.before_state")
         record_scans_state(conn, step.workspace_id, todo, step.now)
-        step.metadata.update({"projects_read": len(todo), "scans_upserted": result.rows["scans"],
+        step.metadata.update({"projects_read": len(todo), "projects_peeked": sum(1 for *_, peek in listed if peek),
+                              "scans_upserted": result.rows["scans"],
                               "queued_rechecked": len(pending)})
     return dg.MaterializeResult(metadata=step.metadata)
