@@ -206,8 +206,8 @@ def test_the_list_is_capped_per_workspace_newest_first_and_the_rest_is_counted(t
 def test_only_what_a_page_needs_leaves_the_history():
     h = History()
     h.sync(0)
-    h.opened("long", 15, title="  Secret   key\nin the\tbundle " + "x" * 400, location=None, file="app.js", line=7,
-             commit="abc")
+    h.opened("long", 15, title="\x1b[31m Secret \x00 key\nin the\tbundle " + "x" * 400, location=None,
+             file="app.js", line=7, commit="abc")
     h.opened("gone", 15)
     h.conn.execute("UPDATE projects SET removed_at = ?", [at(20)])  # a project deleted on the service
     h.sync(20)
@@ -215,7 +215,7 @@ def test_only_what_a_page_needs_leaves_the_history():
     h.conn.execute("UPDATE projects SET removed_at = NULL")
     rows = {r["issue_id"]: r for r in h.arrivals()}
     long = rows["long"]
-    assert long["title"].startswith("Secret key in the bundle xxx") and len(long["title"]) == 200
+    assert long["title"].startswith("[31m Secret key in the bundle xxx") and len(long["title"]) == 200
     assert long["location"] == "app.js:7@abc"
     assert not {"explanation", "evidence", "detail"} & set(long)
 
