@@ -53,11 +53,13 @@ class ScanningServiceResource(dg.ConfigurableResource):
         return self.settings().workspace(name or DEFAULT_WORKSPACE)
 
     @contextmanager
-    def client(self, workspace: str | None = None) -> Iterator[ScanningClient]:
+    def client(self, workspace: str | None = None, *, sync_deadline: float | None = None
+               ) -> Iterator[ScanningClient]:
+        """``sync_deadline`` (Unix seconds) is when the run must be over; requests and waits stop there."""
         ws = self.workspace(workspace)
         client = ScanningClient(
             ws.base_url, ws.api_key, transport=self.transport(), timeout=self.timeout_seconds,
-            concurrency=self.concurrency, page_size=self.page_size,
+            concurrency=self.concurrency, page_size=self.page_size, sync_deadline=sync_deadline,
         )
         try:
             yield client

@@ -25,6 +25,7 @@ EXPORTER_PORT = 9817
 # the CLI and in Dagster's partitions. Its metrics keep the service's own workspace name as before.
 DEFAULT_WORKSPACE = "default"
 KEY_PREFIXES = ("rst_", "rat_")
+SYNC_DEADLINE_SECONDS = 4 * 3600.0  # a whole sync; a real one takes minutes even for a large workspace
 
 
 class ConfigError(RuntimeError):
@@ -215,6 +216,21 @@ class Settings:
         where = f"in {self.workspaces_file}" if self.workspaces_file else "(no SCANWATCH_WORKSPACES_FILE is set)"
         raise ConfigError(f"no workspace named {name!r} {where}; "
                           f"followed: {', '.join(ws.name for ws in self.workspaces)}")
+
+    @property
+    def sync_deadline_seconds(self) -> float:
+        """How long one sync (a CLI sync or a Dagster run) may take: `SCANWATCH_SYNC_DEADLINE_SECONDS`."""
+        raw = self.get("SCANWATCH_SYNC_DEADLINE_SECONDS").strip()
+        if not raw:
+            return SYNC_DEADLINE_SECONDS
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if not 0 < value < float("inf"):
+            raise ConfigError(f"SCANWATCH_SYNC_DEADLINE_SECONDS must be a number of seconds above 0 "
+                              f"(got {raw[:40]!r})")
+        return value
 
     def dagster_home(self) -> Path | None:
         """`DAGSTER_HOME` when set, checked: Dagster itself would fail later with a stack trace."""

@@ -7,9 +7,11 @@ One ``httpx.Client`` (thread-safe) and one pacer are shared by every thread of a
 
 from __future__ import annotations
 
+import json as jsonlib
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from importlib import metadata
@@ -20,7 +22,14 @@ import httpx
 
 from pipelines.settings import mask_key
 
-from .errors import MalformedResponseError, connection_error, from_response
+from .bounds import DEFAULT_BOUNDS, BodyTooLarge, Bounds, DeadlineExceeded, UnsupportedEncoding, read_capped
+from .errors import (
+    DeadlineExceededError,
+    MalformedResponseError,
+    ResponseTooLargeError,
+    connection_error,
+    from_response,
+)
 from .pacing import Pacer, shared_pacer
 from .paging import collect_latest, iter_unique, walk
 from .retry import RetryPolicy, transient
@@ -37,6 +46,36 @@ def _version() -> str:
         return metadata.version("scanwatch")
     except metadata.PackageNotFoundError:  # running from a source tree that is not installed
         return "0"
+
+
+class _Unbounded(Exception):
+    """An answer that broke a bound of ``bounds``; turned into the typed error once the request is accounted."""
+
+    def __init__(self, kind: str, status: int, detail: str = "") -> None:
+        super().__init__(kind)
+        self.kind, self.status, self.detail = kind, status, detail
+
+    def error(self, method: str, route: str, bounds: Bounds) -> Exception:
+        where = f"{method} {route}"
+        if self.kind == "too_large":
+            return ResponseTooLargeError(
+                "body over the size cap", status=self.status, method=method, route=route,
+                summary=f"{where} answered a body larger than {bounds.max_body_bytes // (1024 * 1024)} MiB once "
+                "decompressed (no page of the contract comes near it): the service, or a proxy at "
+                "SCANWATCH_BASE_URL, is misbehaving; nothing of it was stored",
+            )
+        if self.kind == "deadline":
+            return DeadlineExceededError(
+                "request deadline passed", status=self.status, method=method, route=route,
+                summary=f"{where} was still sending its answer after {bounds.request_deadline:g} s (a stalled or "
+                "trickling body): the service, or a proxy at SCANWATCH_BASE_URL, is misbehaving; nothing of it "
+                "was stored",
+            )
+        return MalformedResponseError(
+            "unsupported content encoding", status=self.status, method=method, route=route,
+            summary=f"{where} answered with Content-Encoding {self.detail[:40]!r}, which scanwatch did not ask for "
+            "(gzip or deflate only): a proxy at SCANWATCH_BASE_URL is rewriting answers",
+        )
 
 
 def _check_envelope(body: Any) -> dict[str, Any]:
@@ -77,6 +116,8 @@ class ScanningClient:
         max_restarts: int = 5,
         retry: RetryPolicy | None = None,
         share_pacer: bool = True,
+        bounds: Bounds = DEFAULT_BOUNDS,
+        sync_deadline: float | None = None,
     ) -> None:
         if not 1 <= page_size <= 100:
             raise ValueError("page_size must be between 1 and 100 (the service's limit)")
@@ -87,11 +128,17 @@ class ScanningClient:
         self.concurrency = max(1, concurrency)
         self.max_restarts = max_restarts
         self.stats = RequestStats()
+        self.bounds = bounds
+        # When the whole sync must be over, on ``clock``: no request starts, and no wait runs, past it.
+        self.sync_deadline = sync_deadline
+        self._timeout = timeout
         self._sleep = sleep
+        self._clock = clock
         self._retry = retry or RetryPolicy(max_attempts=max_attempts)
         # One pacer per key and process (see shared_pacer), unless asked for a private one.
         self._pacer = shared_pacer(self.base_url, api_key, clock=clock, sleep=sleep) if share_pacer else Pacer(
             clock=clock, sleep=sleep)
+        self._pacer.max_reset_wait = bounds.max_reset_wait
         self._version_lock = threading.Lock()
         self._http = httpx.Client(
             base_url=self.base_url + "/",
@@ -102,6 +149,8 @@ class ScanningClient:
                 **({"Authorization": f"Bearer {api_key}"} if api_key else {}),
                 "User-Agent": user_agent,
                 "Accept": "application/json",
+                # Only what read_capped decompresses itself, under the body cap.
+                "Accept-Encoding": "gzip, deflate",
             },
             limits=httpx.Limits(max_connections=self.concurrency + 2, max_keepalive_connections=self.concurrency + 2),
             follow_redirects=False,
@@ -152,10 +201,10 @@ class ScanningClient:
         attempt = 0
         while True:
             attempt += 1
-            ticket = self._pacer.acquire(self.stats)
+            ticket = self._pacer.acquire(self.stats, deadline=self.sync_deadline)
             started = time.perf_counter()
             try:
-                response = self._http.request(method, path.lstrip("/"), params=params, json=json, headers=headers)
+                status, answer, raw = self._send(method, path, params=params, json=json, headers=headers)
             except httpx.RequestError as exc:
                 self._pacer.release(None, ticket, stats=self.stats)
                 self.stats.record_request(label, None)
@@ -165,33 +214,38 @@ class ScanningClient:
                     raise connection_error(exc, self.base_url, method, route) from None
                 self._pause(delay)
                 continue
+            except _Unbounded as exc:
+                # Asking again would cost the same again: the answer is the service's, not the network's.
+                self._pacer.release(None, ticket, stats=self.stats)
+                self.stats.record_request(label, None)
+                raise exc.error(method, route, self.bounds) from None
             except BaseException:
                 self._pacer.release(None, ticket, stats=self.stats)
                 raise
-            self._pacer.release(response.headers, ticket, success=response.is_success, stats=self.stats)
-            self.stats.record_request(label, response.status_code)
-            self._note_version(response.headers.get("service-version"))
-            log.debug("%s %s -> %d in %.3fs", method, path, response.status_code, time.perf_counter() - started)
-            if response.is_success:
+            success = 200 <= status < 300
+            self._pacer.release(answer, ticket, success=success, stats=self.stats)
+            self.stats.record_request(label, status)
+            self._note_version(answer.get("service-version"))
+            log.debug("%s %s -> %d in %.3fs", method, path, status, time.perf_counter() - started)
+            if success:
                 try:
-                    return check(response.json())
+                    return check(jsonlib.loads(raw))
                 except ValueError as exc:
                     delay = self._retry.delay_for_failure(attempt)
                     if delay is None:
                         raise MalformedResponseError(
-                            f"the body is not the JSON the contract promises ({exc})",
-                            status=response.status_code,
-                            request_id=response.headers.get("request-id"),
+                            f"the body is not the JSON the contract promises ({str(exc)[:200]})",
+                            status=status,
+                            request_id=answer.get("request-id"),
                             method=method,
                             route=route,
-                            summary=f"{method} {route} answered {response.status_code} with a body that is not the "
-                            f"contract's JSON on every attempt ({exc}): the service, or a proxy in front of it at "
-                            "SCANWATCH_BASE_URL, is misbehaving",
+                            summary=f"{method} {route} answered {status} with a body that is not the "
+                            f"contract's JSON on every attempt ({str(exc)[:200]}): the service, or a proxy in "
+                            "front of it at SCANWATCH_BASE_URL, is misbehaving",
                         ) from None
                     self._pause(delay)
                     continue
-            err = from_response(response.status_code, self._json_or_none(response), response.headers,
-                                method=method, route=route)
+            err = from_response(status, self._json_or_none(raw), answer, method=method, route=route)
             delay = self._retry.delay_for_error(err, attempt)
             if delay is None:
                 raise err
@@ -200,6 +254,35 @@ class ScanningClient:
                 self._pacer.block_for(delay if err.retry_after is not None else max(delay, 1.0))
             self._pause(delay)
 
+    def _send(self, method: str, path: str, **kw: Any) -> tuple[int, httpx.Headers, bytes]:
+        """One HTTP exchange under the request deadline and the body cap (see ``bounds``)."""
+        limit = self.bounds.request_deadline
+        if self.sync_deadline is not None:
+            limit = max(0.001, min(limit, self.sync_deadline - self._clock()))
+        deadline = time.monotonic() + limit
+        # No single read may wait past the deadline either (a silent connection, trickled headers).
+        timeout = httpx.Timeout(min(self._timeout, limit))
+        with self._http.stream(method, path.lstrip("/"), timeout=timeout, **kw) as response:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.bounds.max_body_bytes:
+                raise _Unbounded("too_large", response.status_code)
+            if response.is_stream_consumed:  # an in-memory transport handing back a body already read
+                chunks, encoding = iter([response.content]), None
+            else:
+                chunks, encoding = response.iter_raw(), response.headers.get("content-encoding")
+            try:
+                raw = read_capped(chunks, content_encoding=encoding, max_bytes=self.bounds.max_body_bytes,
+                                  deadline=deadline)
+            except BodyTooLarge:
+                raise _Unbounded("too_large", response.status_code) from None
+            except DeadlineExceeded:
+                raise _Unbounded("deadline", response.status_code) from None
+            except UnsupportedEncoding as exc:
+                raise _Unbounded("encoding", response.status_code, str(exc)) from None
+            except zlib.error as exc:
+                raise httpx.DecodingError(f"corrupt compressed body ({exc})") from None
+            return response.status_code, response.headers, raw
+
     def _pause(self, seconds: float) -> None:
         self.stats.record_retry()
         if seconds > 0:
@@ -207,9 +290,9 @@ class ScanningClient:
             self.stats.add_wait(seconds)
 
     @staticmethod
-    def _json_or_none(response: httpx.Response) -> Any:
+    def _json_or_none(raw: bytes) -> Any:
         try:
-            return response.json()
+            return jsonlib.loads(raw)
         except ValueError:
             return None
 
@@ -223,7 +306,8 @@ class ScanningClient:
     # -- lists ---------------------------------------------------------------------------------------------------
 
     def _walk(self, route: str, path_params: dict[str, str] | None = None, filters: dict[str, Any] | None = None,
-              on_restart: Callable[[], None] | None = None) -> Iterator[dict[str, Any]]:
+              on_restart: Callable[[], None] | None = None, expected: int | None = None
+              ) -> Iterator[dict[str, Any]]:
         def fetch(page: dict[str, Any]) -> dict[str, Any]:
             params = {**(filters or {}), **page}
             return self.request("GET", route, path_params=path_params, params=params, check=_check_envelope)
@@ -233,23 +317,26 @@ class ScanningClient:
             if on_restart is not None:
                 on_restart()
 
-        return walk(fetch, page_size=self.page_size, max_restarts=self.max_restarts, on_restart=restarted)
+        where = route.format(**{k: v[:40] for k, v in (path_params or {}).items()})
+        return walk(fetch, page_size=self.page_size, max_restarts=self.max_restarts, on_restart=restarted,
+                    max_items=self.bounds.list_bound(expected), label=f"GET {where}")
 
     # -- routes --------------------------------------------------------------------------------------------------
 
     def get_account(self) -> dict[str, Any]:
         return self.request("GET", "/account")
 
-    def list_projects(self) -> list[dict[str, Any]]:
-        """Every project (oldest first), each with its targets."""
-        return collect_latest(lambda restarted: self._walk("/projects", on_restart=restarted))
+    def list_projects(self, *, expected: int | None = None) -> list[dict[str, Any]]:
+        """Every project (oldest first), each with its targets; ``expected`` is what the counts say (bounds)."""
+        return collect_latest(lambda restarted: self._walk("/projects", on_restart=restarted, expected=expected))
 
     def get_project(self, project_id: str) -> dict[str, Any]:
         return self.request("GET", "/projects/{project_id}", path_params={"project_id": project_id})
 
-    def iter_scans(self, project_id: str) -> Iterator[dict[str, Any]]:
+    def iter_scans(self, project_id: str, *, expected: int | None = None) -> Iterator[dict[str, Any]]:
         """Scans newest first, fetched a page at a time: stop iterating at the first known scan to save requests."""
-        return iter_unique(self._walk("/projects/{project_id}/scans", {"project_id": project_id}))
+        return iter_unique(self._walk("/projects/{project_id}/scans", {"project_id": project_id},
+                                      expected=expected))
 
     def list_issues(
         self,
@@ -258,11 +345,12 @@ class ScanningClient:
         status: str | None = None,
         severity: str | None = None,
         target_id: str | None = None,
+        expected: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Every issue of the project matching the filters (worst first)."""
+        """Every issue of the project matching the filters (worst first); ``expected`` is what the counts say."""
         filters = {k: v for k, v in (("status", status), ("severity", severity), ("target_id", target_id)) if v}
         return collect_latest(lambda restarted: self._walk("/projects/{project_id}/issues", {"project_id": project_id},
-                                                           filters, on_restart=restarted))
+                                                           filters, on_restart=restarted, expected=expected))
 
     def get_scan(self, scan_id: str) -> dict[str, Any]:
         return self.request("GET", "/scans/{scan_id}", path_params={"scan_id": scan_id})

@@ -207,6 +207,22 @@ class MalformedResponseError(ApiError):
     """The service answered 2xx with a body that is not the JSON the contract promises."""
 
 
+class ResponseTooLargeError(MalformedResponseError):
+    """The body, decompressed, passed the cap: no page of the contract comes near it."""
+
+
+class PagingError(MalformedResponseError):
+    """A list that cannot end: its cursor repeats or cycles, or it runs far past the service's own counts."""
+
+
+class DeadlineExceededError(ApiTimeoutError):
+    """A request, or the whole sync, ran past its deadline."""
+
+
+class RateLimitResetTooFarError(RateLimitedError):
+    """The service says the rate-limit window resets further away than any real window."""
+
+
 _BY_STATUS: dict[int, type[ApiError]] = {
     400: InvalidRequestError,
     401: AuthenticationError,

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 
+from .errors import DeadlineExceededError, RateLimitResetTooFarError
 from .stats import RequestStats
 
 
@@ -55,6 +56,7 @@ class Pacer:
         margin: float = 0.2,
         max_pause: float = 65.0,
         burst: float = 0.5,
+        max_reset_wait: float = 900.0,
     ) -> None:
         self._clock = clock
         self._sleep = sleep
@@ -63,6 +65,7 @@ class Pacer:
         self.margin = margin
         self.max_pause = max_pause
         self.burst = burst
+        self.max_reset_wait = max_reset_wait  # a window resetting further away than this is the service's bug
         self.min_sample = 0.25  # seconds of a window before the other client's rate is trusted
         self.last_send = float("-inf")
         self.sent = 0  # tickets handed out: our requests, in sending order
@@ -111,7 +114,24 @@ class Pacer:
             # Spent, with no reset known (answers without headers): back off briefly, then probe again.
             self.blocked_until, self.remaining = now + 1.0, None
             return 1.0, False
-        return min(self.max_pause, max(0.0, self.reset + self.margin - now)), False
+        return min(self.max_pause, self._until_reset(now)), False
+
+    def _until_reset(self, now: float) -> float:
+        """Seconds to the reset; one absurdly far away fails now rather than sleep holding the history's lock."""
+        left = max(0.0, (self.reset or now) + self.margin - now)
+        if left > self.max_reset_wait:
+            # Forget it: the next sync probes once instead of trusting this window again.
+            self.remaining, self.reset, self.reset_reported = None, None, None
+            raise RateLimitResetTooFarError(
+                "rate-limit reset too far away",
+                status=200,
+                code="rate_limit_reset_too_far",
+                summary=f"The service says the key's rate limit is spent until {left / 86400:.1f} days from now "
+                f"(X-RateLimit-Remaining 0, X-RateLimit-Reset {left:.0f} s ahead); no rate-limit window is that "
+                "long, so the sync stops instead of sleeping with the history locked: check the service (or a "
+                "proxy) at SCANWATCH_BASE_URL",
+            )
+        return left
 
     def _spread(self, now: float, available: int) -> float:
         """Past the burst share, one request per (time left / requests left): the budget lasts to the reset."""
@@ -126,22 +146,29 @@ class Pacer:
         usable = available - foreign
         if usable < 1:
             # What is left of this window is the other client's: come back at the reset.
-            return min(self.max_pause, left + self.margin)
+            return min(self.max_pause, self._until_reset(now))
         gap = left / (usable + 1)  # the last one lands before the reset, not on it
         return max(0.0, self.last_send + gap - now)
 
     # -- the protocol ------------------------------------------------------------------------------------------
 
-    def acquire(self, stats: RequestStats | None = None) -> int:
+    def acquire(self, stats: RequestStats | None = None, deadline: float | None = None) -> int:
         """Wait until a request may go; the ticket returned goes back with ``release``.
 
         ``stats`` (the calling client's, when several clients share this pacer) receives the time waited.
+        ``deadline`` (on this pacer's clock) is the sync's: a wait that would pass it fails now.
         """
         stats = stats or self._stats
         while True:
             with self._cond:
                 now = self._clock()
                 wait, for_answer = self._wait_needed(now)
+                if deadline is not None and now + max(wait, 0.0) > deadline:
+                    raise DeadlineExceededError(
+                        "sync deadline passed", code="sync_deadline",
+                        summary="The sync ran out of its time (SCANWATCH_SYNC_DEADLINE_SECONDS) before this request "
+                        "could go: what was stored stays; the next sync continues, or raise the deadline",
+                    )
                 if wait <= 0:
                     self.in_flight += 1
                     self.last_send = now

@@ -5,6 +5,10 @@ walk the service answers 400 ``cursor_invalid``; the walk then starts over from 
 number of times). A collected list drops what the abandoned pass gathered, so the result is one consistent
 pass (an item deleted meanwhile does not linger); a lazy iterator, which cannot take back what it yielded,
 only skips ids it already gave. Within a pass, an item that moved between pages is kept once (the latest copy).
+
+A walk that cannot end is cut short: a cursor handed out twice in one pass (the same page again, or a cycle)
+or more items than ``max_items`` (far above the service's own counts) raise ``PagingError``, so the list is not
+merged and the key's budget is not burned.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .errors import ApiError, MalformedResponseError
+from .errors import ApiError, MalformedResponseError, PagingError
 
 log = logging.getLogger("scanwatch.api")
 
@@ -26,10 +30,14 @@ def walk(
     page_size: int,
     max_restarts: int = 3,
     on_restart: Callable[[], None] | None = None,
+    max_items: int | None = None,
+    label: str = "a list",
 ) -> Iterator[dict[str, Any]]:
     """Yield every item of every page, lazily; a consumer that stops iterating stops the paging."""
     restarts = 0
     cursor: str | None = None
+    cursors: set[str] = set()  # handed out in this pass
+    items = 0
     while True:
         params: dict[str, Any] = {"limit": page_size}
         if cursor is not None:
@@ -51,14 +59,31 @@ def walk(
             if on_restart is not None:
                 on_restart()
             cursor = None
+            cursors.clear()
+            items = 0
             continue
         data = page["data"]
+        items += len(data)
+        if max_items is not None and items > max_items:
+            raise PagingError(
+                "list longer than its counts", status=200,
+                summary=f"{label} ran past {max_items:,} items, far beyond what the service's own counts say, and "
+                "still had more: the service is paging without end; stopped, nothing of this list was stored",
+            )
         yield from data
         if not page["has_more"]:
             return
         if not data:
             raise MalformedResponseError("a list page said has_more with no items", status=200)
         cursor = str(data[-1]["id"])
+        if cursor in cursors:
+            raise PagingError(
+                "cursor repeated", status=200,
+                summary=f"{label} said has_more again at a cursor it had already given ({cursor[:40]!r}, after "
+                f"{len(cursors) + 1} pages): the pages go round in a cycle and would never end; stopped, nothing "
+                "of this list was stored",
+            )
+        cursors.add(cursor)
 
 
 def iter_unique(items: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:

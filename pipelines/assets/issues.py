@@ -3,7 +3,7 @@
 import dagster as dg
 
 from pipelines import milestones
-from pipelines.api import NotFoundError
+from pipelines.api import NotFoundError, PagingError
 from pipelines.assets.step import Progress, sync_step
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
@@ -36,13 +36,19 @@ def issues(
         pages, first_read = conn.execute(read_sql("sync/issue_pages_estimate.sql"), {
             "project_ids": [pid for pid, _, _ in todo], "page_size": client.page_size}).fetchall()[0]
         progress.announce(pages, floor=first_read)
+        expected = {pid: n for pid, n, _ in conn.execute(read_sql("sync/list_expectations.sql"),
+                                                         {"workspace_id": step.workspace_id}).fetchall()}
 
         def read(project_id: str) -> list[dict] | None:
             milestones.reached("issues.paging")
             try:
-                found = client.list_issues(project_id)
+                found = client.list_issues(project_id, expected=expected.get(project_id))
             except NotFoundError:
                 context.log.warning("project %s vanished before its issues were read; skipped", project_id)
+                return None
+            except PagingError as exc:
+                # Not marked as read: the next sync tries this project again; the others land now.
+                context.log.warning("issues of project %s skipped: %s", project_id, exc)
                 return None
             progress.step(len(found))
             return found

@@ -4,6 +4,7 @@ import dagster as dg
 
 from pipelines.assets.step import sync_step
 from pipelines.resources import HistoryResource, ScanningServiceResource
+from pipelines.sqlfiles import read_sql
 from pipelines.storage import merge_projects
 
 
@@ -25,7 +26,9 @@ def projects_and_targets(
     with sync_step(context, "projects", history, scanning_service) as step:
         if step.workspace_id is None:
             raise RuntimeError("no account in the history yet: materialize the account asset first")
-        body = step.client.list_projects()
+        expected = step.conn.execute(read_sql("sync/projects_expected.sql"),
+                                     {"workspace_id": step.workspace_id}).fetchall()[0][0]
+        body = step.client.list_projects(expected=expected)
         result = step.add(merge_projects(step.conn, step.workspace_id, body, now=step.now))
     targets_rows = result.rows["targets"] + result.rows["targets"]  # current rows and their score snapshots
     yield dg.MaterializeResult(asset_key="projects", metadata={

@@ -5,7 +5,7 @@ from datetime import timedelta
 import dagster as dg
 
 from pipelines import milestones
-from pipelines.api import NotFoundError
+from pipelines.api import NotFoundError, PagingError
 from pipelines.assets.step import Progress, sync_step
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
@@ -44,6 +44,9 @@ def scans(
         ).fetchall()}
 
         progress = Progress("scans", len(todo), client)
+        expected = {pid: n for pid, _, n in conn.execute(read_sql("sync/list_expectations.sql"),
+                                                         {"workspace_id": step.workspace_id}).fetchall()}
+        unread: set[str] = set()
 
         def read(project_id: str) -> list[dict]:
             found: list[dict] = []
@@ -51,7 +54,7 @@ def scans(
             # only past the instant of the first known finished scan, never inside it.
             stop_before: object = None
             try:
-                for scan in client.iter_scans(project_id):
+                for scan in client.iter_scans(project_id, expected=expected.get(project_id)):
                     if stop_before is not None and scan.get("created_at") != stop_before:
                         break
                     if scan.get("id") in finished:
@@ -61,6 +64,11 @@ def scans(
                     milestones.reached("scans.paging")
             except NotFoundError:
                 context.log.warning("project %s vanished while its scans were read; skipped", project_id)
+            except PagingError as exc:
+                # Nothing of this list is kept, and the project is not marked as read: the next sync retries it.
+                context.log.warning("scans of project %s skipped: %s", project_id, exc)
+                unread.add(project_id)
+                return []
             progress.step(len(found))
             return found
 
@@ -82,7 +90,7 @@ def scans(
         fresh += [s for s in client.map(reread, pending) if s]
         result = step.add(merge_scans(conn, step.workspace_id, fresh, now=step.now))
         milestones.reached("scans.before_state")
-        record_scans_state(conn, step.workspace_id, todo, step.now)
+        record_scans_state(conn, step.workspace_id, [row for row in todo if row[0] not in unread], step.now)
         step.metadata.update({"projects_read": len(todo), "projects_peeked": sum(1 for *_, peek in listed if peek),
                               "scans_upserted": result.rows["scans"],
                               "queued_rechecked": len(pending)})

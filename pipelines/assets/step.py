@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ import duckdb
 from pipelines import milestones
 from pipelines.api import ScanningClient
 from pipelines.resources import HistoryResource, ScanningServiceResource
+from pipelines.settings import Settings
 from pipelines.storage import MergeResult, record_sync_run
 
 
@@ -75,6 +77,18 @@ def current_workspace(conn: duckdb.DuckDBPyConnection) -> str | None:
     return rows[0][0] if rows else None
 
 
+def sync_deadline(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> float:
+    """When this run must be over (Unix seconds): the run's start plus SCANWATCH_SYNC_DEADLINE_SECONDS, so
+    every step of a run, under `scanwatch sync` or a schedule, shares one deadline."""
+    started = None
+    try:
+        record = context.instance.get_run_record_by_id(context.run.run_id)
+        started = record.start_time if record is not None else None
+    except Exception:  # a storage without run records: this step's start is the best estimate
+        started = None
+    return (started or time.time()) + Settings.load().sync_deadline_seconds
+
+
 @contextmanager
 def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: str,
               history: HistoryResource, service: ScanningServiceResource | None) -> Iterator[Step]:
@@ -86,7 +100,7 @@ def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: s
             if service is None:
                 yield step
             else:
-                with service.client() as client:
+                with service.client(sync_deadline=sync_deadline(context)) as client:
                     step.client = client
                     try:
                         yield step

@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         _ = settings.workspaces  # every workspace checked before any request is sent
         settings.dagster_home()
         settings.writable_db()
+        _ = settings.sync_deadline_seconds
     except ConfigError as exc:
         print(f"scanwatch sync: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,191 @@
+"""Each misbehaviour of a hostile service ends the sync within a stated bound, in bounded requests and
+memory, with one clear line and no traceback, and leaves the earlier history intact.
+
+The service is the simulator behind `tests/hostile/service.py`. Every case starts from the same history
+(one clean sync of a world that does not move), so "intact" is an exact comparison of whole tables.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from benchmarks.syncing import measured_child
+from pipelines.api import DeadlineExceededError, ScanningClient
+from pipelines.api.bounds import Bounds
+from pipelines.commands.sync import _root_cause
+from simulator.testing import SimConfig, serve_simulator
+from tests.hostile.service import ESCAPES, gzip_bomb, serve_hostile
+from tests.reliability.harness import (
+    ROOT,
+    assert_one_line,
+    cli,
+    dump,
+    query_rows,
+    service_env,
+    sync_in_process,
+)
+
+BOMB_BYTES = 200 * 1024 * 1024  # unpacked; the cap is 64 MiB
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    with serve_simulator(SimConfig(seed=71, scale="small", clock="driven", control=True, rate_limit=100000)) as sim, \
+            serve_hostile(sim.base_url) as svc:
+        svc.sim = sim
+        svc.target = SimpleNamespace(base_url=svc.base_url, api_key=sim.api_key)
+        svc.db = tmp_path_factory.mktemp("hostile") / "history.duckdb"
+        assert sync_in_process(svc.target, svc.db).success
+        svc.clean_requests = svc.requests
+        svc.before = dump(svc.db)
+        svc.projects = len(svc.before["projects"])
+        yield svc
+        svc.set("clean")
+
+
+def _sync(svc, **kw):
+    started = time.monotonic()
+    outcome = sync_in_process(svc.target, svc.db, **kw)
+    return outcome, time.monotonic() - started
+
+
+def _warnings(outcome, needle: str) -> list[str]:
+    return [w for w in outcome.warnings if needle in w]
+
+
+def test_a_list_that_serves_the_same_page_forever_is_skipped_in_two_requests_each(hostile):
+    hostile.set("same_page", "issues")
+    outcome, seconds = _sync(hostile, full_reconcile=True)
+    assert outcome.success
+    skipped = _warnings(outcome, "already given")
+    assert len(skipped) == hostile.projects, outcome.warnings
+    assert all("\n" not in w for w in skipped)
+    # Two issue pages and a scan list per project, plus the account and the project list.
+    assert hostile.requests <= 3 * hostile.projects + 4, hostile.requests
+    assert seconds < 120
+    assert dump(hostile.db) == hostile.before
+
+
+def test_a_cursor_cycle_in_the_project_list_fails_the_step_in_one_line(hostile):
+    hostile.set("cycle", "projects")
+    started = time.monotonic()
+    done = cli(["sync"], service_env(hostile.target, hostile.db), timeout=300)
+    assert done.returncode == 1
+    line = assert_one_line(done.stderr, must_contain="cycle")
+    assert "GET /projects" in line
+    assert hostile.requests <= 5, hostile.requests
+    assert time.monotonic() - started < 240
+    assert dump(hostile.db) == hostile.before
+
+
+def test_a_cursor_cycle_in_scan_lists_skips_those_lists(hostile, tmp_path):
+    # A first sync: an incremental one stops at the first known scan, before any second page.
+    hostile.set("cycle", "scans")
+    db = tmp_path / "first.duckdb"
+    outcome = sync_in_process(hostile.target, db)
+    assert outcome.success
+    assert len(_warnings(outcome, "cycle")) == hostile.projects, outcome.warnings
+    assert hostile.requests <= hostile.clean_requests + 2 * hostile.projects, hostile.requests
+    got = dump(db)
+    assert got["scans"] == []  # nothing of a cycling list is merged
+    assert {t: rows for t, rows in got.items() if t != "scans"} == {
+        t: rows for t, rows in hostile.before.items() if t != "scans"}
+
+
+def test_an_endless_list_of_new_ids_stops_far_past_the_counts_but_bounded(hostile):
+    hostile.set("endless", "issues")
+    outcome, _ = _sync(hostile, full_reconcile=True)
+    assert outcome.success
+    assert len(_warnings(outcome, "far beyond")) == hostile.projects, outcome.warnings
+    issues = max(len(hostile.before["issues"]), 1)
+    bound = Bounds().list_bound(issues)  # no project expects more than all the issues there are
+    assert hostile.requests <= hostile.projects * (bound // 100 + 2) + 4, hostile.requests
+    assert dump(hostile.db) == hostile.before
+
+
+def test_a_gzip_bomb_is_cut_at_the_cap_in_bounded_memory(hostile, tmp_path):
+    hostile.bomb = hostile.bomb or gzip_bomb(BOMB_BYTES)
+    hostile.set("bomb", "issues")
+    env = service_env(hostile.target, hostile.db)
+    code, _, peak_mb, out = measured_child([sys.executable, "-m", "pipelines.cli", "sync", "--full-reconcile"],
+                                           env={**env, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert code == 1, out
+    assert_one_line(out, must_contain="64 MiB")
+    assert peak_mb < 1024, peak_mb  # the unbounded client peaked at 8.6 GB on a 2 GB bomb
+    assert hostile.requests <= 3 * hostile.projects + 4
+    assert dump(hostile.db) == hostile.before
+
+
+def test_a_rate_limit_reset_days_away_fails_fast_in_one_line(hostile):
+    hostile.set("far_reset")
+    started = time.monotonic()
+    done = cli(["sync"], service_env(hostile.target, hostile.db), timeout=300)
+    assert done.returncode == 1
+    assert_one_line(done.stderr, must_contain="days from now")
+    assert hostile.requests <= 2, hostile.requests
+    assert time.monotonic() - started < 240  # Dagster's start-up; the sync itself stops at once
+    assert dump(hostile.db) == hostile.before
+
+
+def test_a_trickling_body_is_cut_at_the_request_deadline(hostile):
+    hostile.set("trickle", "projects")
+    hostile.trickle_gap = 0.5
+    client = ScanningClient(hostile.base_url, hostile.sim.api_key, bounds=Bounds(request_deadline=2.0),
+                            share_pacer=False)
+    started = time.monotonic()
+    with client, pytest.raises(DeadlineExceededError) as err:
+        client.list_projects()
+    assert time.monotonic() - started < 10
+    assert "still sending its answer after 2 s" in str(err.value)
+    assert hostile.requests == 1  # not retried: a trickle would trickle again
+
+
+def test_the_sync_deadline_ends_a_trickling_sync(hostile):
+    hostile.set("trickle", "issues")
+    hostile.trickle_gap = 0.5
+    done = cli(["sync", "--full-reconcile"],
+               service_env(hostile.target, hostile.db, SCANWATCH_SYNC_DEADLINE_SECONDS="6"), timeout=300)
+    assert done.returncode == 1
+    assert_one_line(done.stderr, must_contain="issues")
+    rows = query_rows(hostile.db, "SELECT max(epoch(finished_at) - epoch(started_at)) FROM sync_runs "
+                                  "WHERE asset = 'issues' AND status = 'failure'")
+    assert rows[0][0] < 30, rows
+    assert dump(hostile.db) == hostile.before
+
+
+@pytest.mark.slow
+def test_a_trickling_body_ends_the_sync_within_the_default_deadline(hostile):
+    hostile.set("trickle", "issues")
+    hostile.trickle_gap = 2.0
+    started = time.monotonic()
+    done = cli(["sync", "--full-reconcile"], service_env(hostile.target, hostile.db), timeout=600)
+    assert done.returncode == 1
+    assert_one_line(done.stderr, must_contain="60 s")
+    assert time.monotonic() - started < 60 + 30 + 120
+    assert dump(hostile.db) == hostile.before
+
+
+@pytest.mark.slow
+def test_a_two_gigabyte_gzip_bomb_stays_under_the_cap(hostile):
+    hostile.bomb = gzip_bomb(2 * 1024 * 1024 * 1024)
+    hostile.set("bomb", "issues")
+    env = service_env(hostile.target, hostile.db)
+    code, _, peak_mb, out = measured_child([sys.executable, "-m", "pipelines.cli", "sync", "--full-reconcile"],
+                                           env={**env, "PYTHONPATH": str(ROOT)}, timeout=600)
+    hostile.bomb = b""
+    assert code == 1
+    assert_one_line(out, must_contain="64 MiB")
+    assert peak_mb < 1024, peak_mb
+
+
+def test_the_failed_line_names_no_temp_file(hostile):
+    hostile.set("far_reset")
+    outcome, _ = _sync(hostile)
+    assert not outcome.success
+    line = _root_cause(outcome.error)
+    assert "/tmp" not in line and "\n" not in line
+    assert ESCAPES not in line
