@@ -119,6 +119,8 @@ def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: s
                         started_at=started, finished_at=finished, status="success", stats=stats,
                         rows_written=step.rows_written)
         milestones.reached("step.recorded")
+        for notice in (n for r in step.merged for n in r.notices):
+            context.log.warning(notice)
         warnings = [w for r in step.merged for w in r.warnings]
         step.metadata.update({
             "rows_written": step.rows_written,

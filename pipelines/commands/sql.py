@@ -1,8 +1,10 @@
 """`scanwatch sql`: the cookbook and ad-hoc read-only SQL on the history.
 
-The history is the pipeline's to write: this command opens DuckDB read-only, runs one read statement,
-and locks its configuration so a query cannot reach other files either. DuckDB is imported only when
-a query runs, so listing the cookbook stays instant.
+The history is the pipeline's to write, and read-only here holds by construction: DuckDB opens the file
+read-only with external access off and its configuration locked; the parsed statement must be a read
+(an EXPLAIN, which EXPLAIN ANALYZE runs, only of a read); a time limit interrupts it; and every value
+printed has its control characters escaped, so a name the service sent cannot drive the terminal. DuckDB
+is imported only when a query runs, so listing the cookbook stays instant.
 """
 
 from __future__ import annotations
@@ -15,14 +17,19 @@ import json
 import os
 import re
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from pipelines.text import printable
 
 EXIT_ERROR = 1
 EXIT_BUSY = 75  # EX_TEMPFAIL: the same command will work once the sync is done
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _READ_TYPES = {"SELECT", "EXPLAIN"}  # SHOW, DESCRIBE, SUMMARIZE, FROM and VALUES parse as SELECT
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?", re.IGNORECASE)
+DEFAULT_TIMEOUT = 60.0
 
 
 class SqlCommandError(Exception):
@@ -41,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     parser.add_argument("--db", type=Path, help="DuckDB history file (default: SCANWATCH_DB or data/scanwatch.duckdb)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help=f"seconds a query may run before it is stopped (default {DEFAULT_TIMEOUT:g})")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,9 +61,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         sql = _resolve_sql(args.query, queries)
-        columns, rows = execute_read_only(_db_path(args.db), sql)
+        columns, rows = execute_read_only(_db_path(args.db), sql, timeout=args.timeout)
     except SqlCommandError as exc:
-        print(f"scanwatch sql: {exc}", file=sys.stderr)
+        print(f"scanwatch sql: {printable(exc)}", file=sys.stderr)
         return exc.code
     try:
         write_result(columns, rows, args.format, sys.stdout)
@@ -84,14 +93,19 @@ def _resolve_sql(query: str, queries: dict[str, Any]) -> str:
     return text
 
 
-def execute_read_only(db: Path, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run one read statement; three locks hold: read-only file, statement type, no file access."""
+def execute_read_only(db: Path, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT
+                      ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run one read statement; four locks hold: read-only file, statement type, no file access, time limit."""
     import duckdb
 
+    if timeout is not None and not timeout > 0:
+        raise SqlCommandError(f"--timeout must be a number of seconds above 0 (got {timeout:g})")
     if not db.is_file():
         raise SqlCommandError(f"no history yet at {db}: run scanwatch sync")
     try:
-        con = duckdb.connect(str(db), read_only=True, config={"enable_external_access": False})
+        con = duckdb.connect(str(db), read_only=True,
+                             config={"enable_external_access": False, "autoload_known_extensions": False,
+                                     "autoinstall_known_extensions": False})
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise SqlCommandError(
@@ -100,16 +114,24 @@ def execute_read_only(db: Path, sql: str) -> tuple[list[str], list[tuple[Any, ..
         raise SqlCommandError(f"cannot open {db}: {_first_line(exc)}") from None
     except duckdb.Error as exc:
         raise SqlCommandError(f"cannot open {db}: {_first_line(exc)}") from None
+    timer = threading.Timer(timeout, con.interrupt) if timeout is not None else None
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET lock_configuration = true")
         statement = _single_read_statement(con, sql)
+        if timer is not None:
+            timer.start()
         cursor = con.execute(statement)
         columns = [d[0] for d in cursor.description or []]
         return columns, cursor.fetchall()
+    except duckdb.InterruptException:
+        raise SqlCommandError(f"the query ran longer than {timeout:g} s and was stopped; narrow it, or give "
+                              "--timeout more seconds") from None
     except duckdb.Error as exc:
         raise SqlCommandError(f"query failed: {_first_line(exc)}") from None
     finally:
+        if timer is not None:
+            timer.cancel()
         con.close()
 
 
@@ -119,12 +141,27 @@ def _single_read_statement(con: Any, sql: str) -> str:
         raise SqlCommandError("nothing to run: give a cookbook name or a SELECT statement")
     if len(statements) > 1:
         raise SqlCommandError(f"one statement at a time (got {len(statements)})")
-    kind = str(statements[0].type).rsplit(".", 1)[-1]
+    kind = _kind(statements[0])
     if kind not in _READ_TYPES:
         raise SqlCommandError(
             f"the history is read-only here: {kind} is refused; run SELECT, WITH, FROM, SHOW, DESCRIBE or EXPLAIN"
         )
+    if kind == "EXPLAIN":
+        # EXPLAIN ANALYZE runs what it explains: the explained statement must be a read too.
+        inner = _EXPLAIN.sub("", statements[0].query, count=1)
+        try:
+            explained = con.extract_statements(inner)
+        except Exception:  # any parse failure of the remainder: refuse rather than guess
+            explained = []
+        if len(explained) != 1 or _kind(explained[0]) != "SELECT":
+            what = _kind(explained[0]) if len(explained) == 1 else "a statement scanwatch cannot check"
+            raise SqlCommandError(f"the history is read-only here: EXPLAIN of {what} is refused; EXPLAIN a "
+                                  "SELECT instead")
     return statements[0].query
+
+
+def _kind(statement: Any) -> str:
+    return str(statement.type).rsplit(".", 1)[-1]
 
 
 def _first_line(exc: BaseException) -> str:
@@ -141,9 +178,10 @@ def _print_cookbook(queries: dict[str, Any]) -> None:
 def write_result(columns: list[str], rows: Sequence[tuple[Any, ...]], fmt: str, out: Any) -> None:
     if fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
+        writer.writerow([printable(c) for c in columns])
         writer.writerows([["" if v is None else _text(v) for v in row] for row in rows])
     elif fmt == "json":
+        # JSON escapes control characters itself (ensure_ascii), lone surrogates included.
         json.dump([dict(zip(columns, map(_jsonable, row), strict=True)) for row in rows], out, indent=2)
         out.write("\n")
     else:
@@ -152,6 +190,7 @@ def write_result(columns: list[str], rows: Sequence[tuple[Any, ...]], fmt: str, 
 
 def format_table(columns: list[str], rows: Sequence[tuple[Any, ...]]) -> str:
     """A plain aligned table: numbers right, text left, long text cut so a row stays on one line."""
+    columns = [printable(c) for c in columns]
     cells = [["" if v is None else _text(v, limit=60) for v in row] for row in rows]
     numeric = [
         all(isinstance(row[i], (int, float, decimal.Decimal)) or row[i] is None for row in rows) and bool(rows)
@@ -176,7 +215,7 @@ def _text(value: Any, limit: int | None = None) -> str:
         text = f"{value:.10g}"
     else:
         text = str(value)
-    text = text.replace("\n", " ")
+    text = printable(text.replace("\n", " "))
     if limit and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text

@@ -16,6 +16,8 @@ import sys
 import time
 from collections.abc import Iterator
 
+from pipelines.text import printable
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full-reconcile", action="store_true",
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         settings.writable_db()
         _ = settings.sync_deadline_seconds
     except ConfigError as exc:
-        print(f"scanwatch sync: {exc}", file=sys.stderr)
+        print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
         return 2
     if not args.quiet:
         handler = logging.StreamHandler(sys.stderr)
@@ -108,12 +110,13 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - started
     if not args.quiet:
         for warning in outcome.warnings:
-            print(f"  warning: {warning}", file=sys.stderr)
+            print(f"  warning: {printable(warning)}", file=sys.stderr)
     if sigint[0] or (not outcome.success and _interrupted(outcome.error)):
         print(INTERRUPTED_LINE, file=sys.stderr)
         return EXIT_INTERRUPTED
     if not outcome.success:
-        print(f"scanwatch sync: failed in {outcome.failed_step}: {_root_cause(outcome.error)}", file=sys.stderr)
+        print(f"scanwatch sync: failed in {outcome.failed_step}: {printable(_root_cause(outcome.error))}",
+              file=sys.stderr)
         return 1
     total = sum(int(m.get("requests", 0)) for m in outcome.metadata.values())
     limited = sum(int(m.get("rate_limited_429s", 0)) for m in outcome.metadata.values())

@@ -3,6 +3,12 @@
 Pages go to an NDJSON file that DuckDB reads with every column as text, so a wrong type in one field
 cannot crash the load; the typed staging table is built with `TRY_CAST`, failures and unknown enum values
 go to `ingest_warnings`, and the merge SQL in `sql/merge/` does the rest.
+
+One bad record is one warning, never a failed list: a string with a lone surrogate (which no UTF-8 file can
+hold) is stored with U+FFFD in its place, and a record over `MAX_RECORD_BYTES` is quarantined (left out,
+listed in `ingest_warnings` with field `(record)`; its ids are in `MergeResult.quarantined` and, during the
+merge SQL, in the variable `quarantined_ids`, so a quarantined issue is never taken for one the service
+stopped listing).
 """
 
 from __future__ import annotations
@@ -10,8 +16,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -22,10 +29,16 @@ from pipelines import milestones
 from pipelines.sqlfiles import read_sql
 from pipelines.stale_files import remove_stale
 from pipelines.storage.entities import ACCOUNT, ISSUE, KNOWN_VALUES, PROJECT, SCAN, TARGET, Entity
+from pipelines.text import printable
 
 log = logging.getLogger("scanwatch.storage")
 
-__all__ = ["KNOWN_VALUES", "MergeResult", "merge_account", "merge_issues", "merge_projects", "merge_scans"]
+MAX_RECORD_BYTES = 4 * 1024 * 1024  # one object of the contract is a few KB; a page of 100 is capped at 64 MiB
+QUARANTINED = "(record)"  # the ingest_warnings field of a record left out whole
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str every surrogate is lone (pairs decode to one char)
+
+__all__ = ["KNOWN_VALUES", "MAX_RECORD_BYTES", "QUARANTINED", "MergeResult", "merge_account", "merge_issues",
+           "merge_projects", "merge_scans"]
 
 
 @dataclass
@@ -34,6 +47,8 @@ class MergeResult:
     events: dict[str, int] = field(default_factory=dict)
     warnings: list[tuple[str, str | None, str, str | None]] = field(default_factory=list)
     rejected: int = 0
+    quarantined: list[str] = field(default_factory=list)  # ids of records left out whole (too large)
+    notices: list[str] = field(default_factory=list)  # one line per bad record, for the run's log
 
     @property
     def rows_written(self) -> int:
@@ -42,6 +57,59 @@ class MergeResult:
 
 def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def _without_surrogates(value: object, path: str, found: list[str]) -> object:
+    """``value`` with every lone surrogate replaced by U+FFFD; the dotted paths changed go to ``found``."""
+    if isinstance(value, str):
+        fixed = _SURROGATE.sub("\ufffd", value)
+        if fixed != value:
+            found.append(path)
+        return fixed
+    if isinstance(value, dict):
+        return {_without_surrogates(k, path, []): _without_surrogates(v, f"{path}.{k}".lstrip("."), found)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+    return value
+
+
+def _warn(conn: duckdb.DuckDBPyConnection, result: MergeResult, entity: Entity, entity_id: object, fld: str,
+          value: str, notice: str) -> None:
+    """One bad record: a row in `ingest_warnings` (once per distinct problem) and one line in the run's log."""
+    entity_id = None if entity_id is None else printable(entity_id)[:100]
+    conn.execute(
+        "INSERT INTO ingest_warnings (workspace_id, observed_at, entity, entity_id, field, value) "
+        "SELECT getvariable('workspace_id'), getvariable('now'), ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "
+        "ingest_warnings WHERE entity = ? AND entity_id IS NOT DISTINCT FROM ? AND field = ? AND value = ?)",
+        [entity.name, entity_id, fld, value] * 2)
+    result.warnings.append((entity.name, entity_id, fld, value))
+    result.notices.append(printable(f"{entity.name} {entity_id}: {notice}"))
+    log.warning("%s", result.notices[-1])
+
+
+def _lines(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[dict],
+           result: MergeResult) -> Iterator[bytes]:
+    """Each record as one UTF-8 NDJSON line, after the per-record checks above."""
+    for rec in records:
+        line = json.dumps(rec, ensure_ascii=False, separators=(",", ":"))
+        try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:
+            fields: list[str] = []
+            rec = _without_surrogates(rec, "", fields)  # type: ignore[assignment]
+            for fld in fields:
+                _warn(conn, result, entity, rec.get("id"), fld, "lone surrogate replaced by U+FFFD",
+                      f"{fld} held an invalid string (a lone surrogate); stored with U+FFFD in its place")
+            data = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if len(data) > MAX_RECORD_BYTES:
+            result.quarantined.append(str(rec.get("id")))
+            _warn(conn, result, entity, rec.get("id"), QUARANTINED,
+                  f"quarantined: over {MAX_RECORD_BYTES // (1024 * 1024)} MiB",
+                  f"a record of {len(data) / 1e6:.1f} MB, over the {MAX_RECORD_BYTES // (1024 * 1024)} MiB a "
+                  "record may hold, left out and listed in ingest_warnings; the history keeps its earlier state")
+            continue
+        yield data + b"\n"
 
 
 def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[dict], result: MergeResult) -> int:
@@ -53,10 +121,8 @@ def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[di
         remove_stale(Path(tempfile.gettempdir()), "scanwatch-*-*.ndjson")  # left by a sync killed mid-stage
         fd, path = tempfile.mkstemp(prefix=f"scanwatch-{entity.name}-", suffix=".ndjson")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                for rec in records:
-                    fh.write(json.dumps(rec, separators=(",", ":")))
-                    fh.write("\n")
+            with os.fdopen(fd, "wb") as fh:
+                fh.writelines(_lines(conn, entity, records, result))
             milestones.reached("merge.staged")
             spec = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in entity.columns) + "}"
             conn.execute(f"INSERT INTO {raw} SELECT * FROM read_json(?, format='newline_delimited', columns={spec})",
@@ -212,7 +278,9 @@ def _hide_unlisted_issues(conn: duckdb.DuckDBPyConnection, listed_projects: Sequ
     """
     conn.execute("SET VARIABLE listed_projects = CAST(? AS VARCHAR[])", [list(listed_projects)])
     if listed_projects:
-        conn.execute("SET VARIABLE listed_issues = (SELECT coalesce(list(id), []) FROM stg_issues)")
+        # A quarantined issue was listed (too large to store): it is not one the service stopped showing.
+        conn.execute("SET VARIABLE listed_issues = (SELECT coalesce(list(id), []) FROM stg_issues) "
+                     "|| coalesce(getvariable('quarantined_ids'), CAST([] AS VARCHAR[]))")
     else:
         conn.execute("SET VARIABLE listed_issues = CAST([] AS VARCHAR[])")
     conn.execute(read_sql("merge/issues_hidden.sql"))
@@ -230,6 +298,7 @@ def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Seq
     with _Transaction(conn):
         _set_context(conn, workspace_id, now)
         result.rows["issues"] = _stage(conn, ISSUE, issues, result)
+        conn.execute("SET VARIABLE quarantined_ids = CAST(? AS VARCHAR[])", [result.quarantined])
         conn.execute(read_sql("merge/issues_visible_again.sql"))
         _hide_unlisted_issues(conn, [pid for pid, _, _ in project_state])
         _touch_unchanged_issues(conn)

@@ -189,3 +189,63 @@ def test_the_failed_line_names_no_temp_file(hostile):
     line = _root_cause(outcome.error)
     assert "/tmp" not in line and "\n" not in line
     assert ESCAPES not in line
+
+
+def _victim_rows(db, victim: str) -> list[tuple]:
+    return query_rows(db, "SELECT title, detail FROM issues WHERE id = ?", [victim])
+
+
+def _others(dumped: dict, victim: str) -> dict:
+    return {t: [r for r in rows if victim not in r] for t, rows in dumped.items()}
+
+
+def test_one_issue_with_a_lone_surrogate_is_stored_with_a_replacement_and_one_warning(hostile):
+    hostile.set("surrogate", "issues")
+    outcome, _ = _sync(hostile, full_reconcile=True)
+    assert outcome.success, _root_cause(outcome.error)
+    victim = hostile.victim
+    assert len(_warnings(outcome, "lone surrogate")) == 1, outcome.warnings
+    assert _victim_rows(hostile.db, victim)[0][0] == "broken \ufffd title"
+    assert query_rows(hostile.db, "SELECT count(*) FROM ingest_warnings WHERE entity_id = ? AND field = 'title'",
+                      [victim]) == [(1,)]
+    assert _others(dump(hostile.db), victim) == _others(hostile.before, victim)
+    # Back to clean: the victim's title comes back, nothing else moved.
+    hostile.set("clean")
+    assert _sync(hostile, full_reconcile=True)[0].success
+    assert dump(hostile.db) == hostile.before
+
+
+def test_one_oversized_issue_is_quarantined_and_the_rest_lands(hostile):
+    hostile.set("huge", "issues")
+    hostile.huge_bytes = 5 * 1024 * 1024
+    outcome, _ = _sync(hostile, full_reconcile=True)
+    assert outcome.success, _root_cause(outcome.error)
+    victim = hostile.victim
+    assert len(_warnings(outcome, "quarantined") + _warnings(outcome, "left out")) == 1, outcome.warnings
+    rows = query_rows(hostile.db, "SELECT value FROM ingest_warnings WHERE entity_id = ? AND field = '(record)'",
+                      [victim])
+    assert len(rows) == 1 and rows[0][0].startswith("quarantined"), rows
+    # The history keeps the quarantined issue as it was; everything else is as a clean sync leaves it.
+    assert dump(hostile.db) == hostile.before
+
+
+@pytest.mark.slow
+def test_a_forty_megabyte_field_is_quarantined(hostile):
+    hostile.set("huge", "issues")
+    hostile.huge_bytes = 40 * 1000 * 1000
+    outcome, _ = _sync(hostile, full_reconcile=True)
+    assert outcome.success, _root_cause(outcome.error)
+    assert dump(hostile.db) == hostile.before
+
+
+def test_terminal_escapes_from_the_service_reach_the_terminal_escaped(hostile):
+    hostile.set("escapes", "issues")
+    env = service_env(hostile.target, hostile.db)
+    done = cli(["sync", "--full-reconcile"], env, timeout=300)
+    assert "\x1b" not in done.stderr + done.stdout
+    hostile.set("clean")
+    shown = cli(["sql", "SELECT name FROM projects UNION ALL SELECT value FROM ingest_warnings"], env)
+    assert shown.returncode == 0, shown.stderr
+    assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
+    assert "\\x1b]0;owned\\x07" in shown.stdout
+    assert cli(["sync", "--full-reconcile", "--quiet"], env).returncode == 0
