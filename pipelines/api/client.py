@@ -56,26 +56,18 @@ class _Unbounded(Exception):
         self.kind, self.status, self.detail = kind, status, detail
 
     def error(self, method: str, route: str, bounds: Bounds) -> Exception:
-        where = f"{method} {route}"
-        if self.kind == "too_large":
-            return ResponseTooLargeError(
-                "body over the size cap", status=self.status, method=method, route=route,
-                summary=f"{where} answered a body larger than {bounds.max_body_bytes // (1024 * 1024)} MiB once "
-                "decompressed (no page of the contract comes near it): the service, or a proxy at "
-                "SCANWATCH_BASE_URL, is misbehaving; nothing of it was stored",
-            )
-        if self.kind == "deadline":
-            return DeadlineExceededError(
-                "request deadline passed", status=self.status, method=method, route=route,
-                summary=f"{where} was still sending its answer after {bounds.request_deadline:g} s (a stalled or "
-                "trickling body): the service, or a proxy at SCANWATCH_BASE_URL, is misbehaving; nothing of it "
-                "was stored",
-            )
-        return MalformedResponseError(
-            "unsupported content encoding", status=self.status, method=method, route=route,
-            summary=f"{where} answered with Content-Encoding {self.detail[:40]!r}, which scanwatch did not ask for "
-            "(gzip or deflate only): a proxy at SCANWATCH_BASE_URL is rewriting answers",
-        )
+        misbehaving = "the service, or a proxy at SCANWATCH_BASE_URL, is misbehaving; nothing of it was stored"
+        cls, message, what = {
+            "too_large": (ResponseTooLargeError, "body over the size cap",
+                          f"answered a body larger than {bounds.max_body_bytes // (1024 * 1024)} MiB once "
+                          f"decompressed (no page of the contract comes near it): {misbehaving}"),
+            "deadline": (DeadlineExceededError, "request deadline passed",
+                         f"was still sending its answer after {bounds.request_deadline:g} s (a stalled or "
+                         f"trickling body): {misbehaving}"),
+        }.get(self.kind, (MalformedResponseError, "unsupported content encoding",
+                          f"answered with Content-Encoding {self.detail[:40]!r}, which scanwatch did not ask for "
+                          "(gzip or deflate only): a proxy at SCANWATCH_BASE_URL is rewriting answers"))
+        return cls(message, status=self.status, method=method, route=route, summary=f"{method} {route} {what}")
 
 
 def _check_envelope(body: Any) -> dict[str, Any]:
