@@ -13,6 +13,7 @@ import dagster as dg
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
 from pipelines.storage import merge_scans
+from pipelines.storage.entities import UNFINISHED_SCAN_STATUSES
 
 
 class ScheduledScansConfig(dg.Config):
@@ -49,10 +50,12 @@ def start_and_wait_for_scans(
             context.log.warning("quota would run out: %d target(s) not scanned: %s", len(skipped), skipped)
         deadline = time.monotonic() + config.timeout_seconds
         scans = {s["id"]: s for s in started}
-        while any(s.get("status") not in ("done", "failed") for s in scans.values()) and time.monotonic() < deadline:
+        # Only queued and running scans are waited for: a status from a newer service is final here too.
+        while (any(s.get("status") in UNFINISHED_SCAN_STATUSES for s in scans.values())
+               and time.monotonic() < deadline):
             time.sleep(config.poll_seconds)
             for sid, s in scans.items():
-                if s.get("status") not in ("done", "failed"):
+                if s.get("status") in UNFINISHED_SCAN_STATUSES:
                     scans[sid] = client.get_scan(sid)
     with history.get_connection() as conn:
         projects = dict(conn.execute("SELECT id, project_id FROM targets").fetchall())

@@ -74,24 +74,27 @@ def scans(
 
         fresh = [s for batch in client.map(read, [pid for pid, _ in todo]) for s in batch]
         seen = {s["id"] for s in fresh}
-        # Only the statuses known to be unfinished: a status from a newer service (stored and warned about)
-        # would otherwise cost a request in every sync, forever.
-        pending = [(sid, pid) for sid, pid in conn.execute(
-            "SELECT id, project_id FROM scans WHERE status IN ('queued', 'running') AND workspace_id = ?",
-            [step.workspace_id],
-        ).fetchall() if sid not in seen]
+        # Only the statuses known to be unfinished and not settled as gone: a status from a newer service
+        # (stored and warned about) or a vanished scan would otherwise cost a request in every sync, forever.
+        pending = [(sid, pid) for sid, pid in conn.execute(read_sql("sync/pending_scans.sql"), {
+            "workspace_id": step.workspace_id, "limit": 1_000_000}).fetchall() if sid not in seen]
+        gone: list[tuple[str, str]] = []
 
         def reread(item: tuple[str, str]) -> dict | None:
             try:
                 return dict(client.get_scan(item[0]), project_id=item[1])
             except NotFoundError:
+                gone.append(item)
                 return None
 
         fresh += [s for s in client.map(reread, pending) if s]
-        result = step.add(merge_scans(conn, step.workspace_id, fresh, now=step.now))
+        if gone:
+            context.log.warning("%d queued scan(s) answered 404 and are settled as gone: %s", len(gone),
+                                ", ".join(sid for sid, _ in gone[:5]))
+        result = step.add(merge_scans(conn, step.workspace_id, fresh, now=step.now, gone=gone))
         milestones.reached("scans.before_state")
         record_scans_state(conn, step.workspace_id, [row for row in todo if row[0] not in unread], step.now)
         step.metadata.update({"projects_read": len(todo), "projects_peeked": sum(1 for *_, peek in listed if peek),
                               "scans_upserted": result.rows["scans"],
-                              "queued_rechecked": len(pending)})
+                              "queued_rechecked": len(pending), "scans_gone": result.rows["scans_gone"]})
     return dg.MaterializeResult(metadata=step.metadata)

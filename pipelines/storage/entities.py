@@ -49,6 +49,9 @@ TARGET = Entity(
     enums={"kind": ("domain", "repository")},
 )
 
+# Scan statuses worth polling again; any other, known (done, failed) or from a newer service, is final.
+UNFINISHED_SCAN_STATUSES = ("queued", "running")
+
 SCAN = Entity(
     "scans",
     {

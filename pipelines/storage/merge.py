@@ -237,13 +237,24 @@ def merge_projects(conn: duckdb.DuckDBPyConnection, workspace_id: str, projects:
 
 
 def merge_scans(conn: duckdb.DuckDBPyConnection, workspace_id: str, scans: Sequence[dict], *,
-                now: datetime) -> MergeResult:
-    """Scans read this run; `project_id` must be set on each (the scan object does not carry it)."""
+                now: datetime, gone: Sequence[tuple[str, str]] = ()) -> MergeResult:
+    """Scans read this run; `project_id` must be set on each (the scan object does not carry it).
+
+    `gone` (scan_id, project_id) are queued scans that answered 404: settled, never polled again. Queued scans
+    of a project or target no longer listed are settled here too, without a request.
+    """
     result = MergeResult()
     with _Transaction(conn):
         _set_context(conn, workspace_id, now)
         result.rows["scans"] = _stage(conn, SCAN, scans, result)
         conn.execute(read_sql("merge/scans.sql"))
+        if gone:
+            conn.executemany(
+                "INSERT INTO scans_gone (workspace_id, scan_id, project_id, gone_at, answered) "
+                "VALUES (?, ?, ?, ?, 'scan') ON CONFLICT (scan_id) DO NOTHING",
+                [[workspace_id, sid, pid, now] for sid, pid in gone])
+        conn.execute(read_sql("merge/scans_gone.sql"))
+        result.rows["scans_gone"] = _count(conn, "SELECT count(*) FROM scans_gone WHERE gone_at = getvariable('now')")
     return result
 
 

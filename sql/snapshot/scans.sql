@@ -10,7 +10,9 @@ statuses AS (
 counts AS (
     SELECT project_id, kind, status, count(*) AS n,
            count(*) FILTER (WHERE audit_fallback) AS audit_fallback
-    FROM scans GROUP BY ALL
+    FROM scans
+    WHERE id NOT IN (SELECT scan_id FROM scans_gone)  -- a queued scan that vanished is pending no more
+    GROUP BY ALL
 )
 SELECT p.workspace_id, p.id AS project_id, coalesce(p.name, p.id) AS project, k.kind, s.status,
        coalesce(c.n, 0) AS scans,

@@ -26,10 +26,18 @@ def rewriting_proxy(upstream: str, rewrite: Rewrite) -> Iterator[str]:
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
-            headers = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "accept")}
-            r = client.get(self.path, headers=headers)
+            self._forward("GET")
+
+        def do_POST(self) -> None:
+            self._forward("POST")
+
+        def _forward(self, method: str) -> None:
+            keep = ("authorization", "accept", "content-type", "idempotency-key")
+            headers = {k: v for k, v in self.headers.items() if k.lower() in keep}
+            sent = self.rfile.read(int(self.headers.get("content-length") or 0))
+            r = client.request(method, self.path, headers=headers, content=sent or None)
             body = r.content
-            if r.status_code == 200:
+            if r.status_code in (200, 201):
                 body = json.dumps(rewrite(self.path.split("?")[0], r.json())).encode()
             self.send_response(r.status_code)
             for k, v in r.headers.items():
