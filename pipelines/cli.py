@@ -17,6 +17,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "exporter": ("exporters.cli", "serve /metrics from the last metrics snapshot"),
     "demo": ("pipelines.commands.demo", "simulator + first sync + Dagster UI + exporter (+ Prometheus)"),
     "sql": ("pipelines.commands.sql", "run read-only SQL or a cookbook query on the history"),
+    "backfill": ("pipelines.commands.backfill", "rebuild the days before the first sync, marked as reconstructed"),
+    "backfill-prometheus": ("pipelines.commands.backfill_prometheus",
+                            "write the history as Prometheus TSDB blocks for a Prometheus data directory"),
 }
 
 

@@ -8,6 +8,7 @@ import duckdb
 
 from pipelines import milestones, settings
 from pipelines.assets.step import sync_step
+from pipelines.backfill.reconstruct import reconstruct
 from pipelines.resources import HistoryResource
 from pipelines.snapshot import CRITICAL_NEW_LIMIT, build_snapshot, sla_days_from_env, write_snapshot
 
@@ -44,12 +45,19 @@ def metrics_snapshot(
 ) -> dg.MaterializeResult:
     """Aggregates of the whole history, computed in DuckDB and written atomically as one JSON file. The
     exporter serves this file, never the database, so a scrape never waits for a sync and never takes
-    DuckDB's lock. Its own success is recorded first, so the snapshot carries this sync's health."""
+    DuckDB's lock. Its own success is recorded first, so the snapshot carries this sync's health.
+
+    At the end of a workspace's first sync it also reconstructs the days before it from the scans and issues
+    just read (`scanwatch backfill`), so the history starts with the past the service already held."""
     with sync_step(context, "metrics_snapshot", history, None) as step:
         pass
     with history.get_connection() as conn:
+        rebuilt = reconstruct(conn, now=step.now, only_new=True)
+        for result in rebuilt:
+            context.log.info("reconstructed the past of %s", result.describe())
         path = refresh_snapshot(conn, path=Path(config.path) if config.path else None, now=step.now,
                                 sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
                                 critical_new_limit=config.critical_new_limit)
     return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path)),
-                                          "bytes": path.stat().st_size, **step.metadata})
+                                          "bytes": path.stat().st_size,
+                                          "workspaces_reconstructed": len(rebuilt), **step.metadata})

@@ -1,6 +1,6 @@
 -- name: open_issues_by_day
--- description: Open issues at the end of each UTC day by severity, rebuilt from first_seen_at, fixed_at and
---   the status and severity changes (marks, fixes, reopenings) observed in issue_events.
+-- description: Open issues at the end of each UTC day by severity, from first_seen_at, fixed_at and issue_events;
+--   days before the first sync from the reconstruction (column source).
 --
 -- An issue counts on a day when it was first seen before the day ended and its status at the end of the day
 -- was `open`. The status at a moment is the latest status event before it; before an issue's first status
@@ -137,15 +137,49 @@ days AS (
         INTERVAL 1 DAY
     ) AS t(d)
 )
-SELECT
-    d.day,
-    CAST(sum(coalesce(x.critical, 0)) OVER w AS BIGINT) AS critical,
-    CAST(sum(coalesce(x.high, 0)) OVER w AS BIGINT) AS high,
-    CAST(sum(coalesce(x.medium, 0)) OVER w AS BIGINT) AS medium,
-    CAST(sum(coalesce(x.low, 0)) OVER w AS BIGINT) AS low,
-    CAST(sum(coalesce(x.info, 0)) OVER w AS BIGINT) AS info,
-    CAST(sum(coalesce(x.total, 0)) OVER w AS BIGINT) AS total
-FROM days AS d
-LEFT JOIN daily AS x ON x.day = d.day
-WINDOW w AS (ORDER BY d.day)
-ORDER BY d.day;
+,
+first_sync AS (
+    SELECT min(first_observed_day) AS first_day, max(first_observed_day) AS last_day FROM first_observations
+),
+observed AS (
+    SELECT
+        d.day,
+        CAST(sum(coalesce(x.critical, 0)) OVER w AS BIGINT) AS critical,
+        CAST(sum(coalesce(x.high, 0)) OVER w AS BIGINT) AS high,
+        CAST(sum(coalesce(x.medium, 0)) OVER w AS BIGINT) AS medium,
+        CAST(sum(coalesce(x.low, 0)) OVER w AS BIGINT) AS low,
+        CAST(sum(coalesce(x.info, 0)) OVER w AS BIGINT) AS info,
+        CAST(sum(coalesce(x.total, 0)) OVER w AS BIGINT) AS total
+    FROM days AS d
+    LEFT JOIN daily AS x ON x.day = d.day
+    WINDOW w AS (ORDER BY d.day)
+),
+-- Before the first sync: the reconstruction (`scanwatch backfill`), never an observation.
+reconstructed AS (
+    SELECT
+        r.day,
+        CAST(sum(r.open_issues) FILTER (WHERE r.severity = 'critical') AS BIGINT) AS critical,
+        CAST(sum(r.open_issues) FILTER (WHERE r.severity = 'high') AS BIGINT) AS high,
+        CAST(sum(r.open_issues) FILTER (WHERE r.severity = 'medium') AS BIGINT) AS medium,
+        CAST(sum(r.open_issues) FILTER (WHERE r.severity = 'low') AS BIGINT) AS low,
+        CAST(sum(r.open_issues) FILTER (WHERE r.severity = 'info') AS BIGINT) AS info,
+        CAST(sum(r.open_issues) AS BIGINT) AS total
+    FROM reconstructed_open_issues AS r
+    JOIN first_observations AS f ON f.workspace_id = r.workspace_id AND r.day < f.first_observed_day
+    WHERE r.day < (SELECT first_day FROM first_sync)
+    GROUP BY r.day
+)
+SELECT day, coalesce(critical, 0) AS critical, coalesce(high, 0) AS high, coalesce(medium, 0) AS medium,
+       coalesce(low, 0) AS low, coalesce(info, 0) AS info, total, 'reconstructed' AS source
+FROM reconstructed
+UNION ALL
+SELECT o.*,
+       CASE
+           WHEN f.first_day IS NULL OR o.day >= f.last_day THEN 'observed'
+           WHEN o.day < f.first_day THEN 'reconstructed'  -- a history never backfilled: rebuilt here alike
+           ELSE 'partly reconstructed'
+       END
+FROM observed AS o, first_sync AS f
+WHERE f.first_day IS NULL OR o.day >= f.first_day
+   OR NOT EXISTS (SELECT 1 FROM reconstructed)
+ORDER BY day;

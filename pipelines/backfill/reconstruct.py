@@ -1,0 +1,133 @@
+"""Reconstruction in DuckDB: the days before scanwatch first observed a workspace.
+
+DuckDB computes everything set-based (`sql/backfill/`); this module only orders the steps. The same temp
+tables answer "state at these instants" for the daily rows here and for any step in `tsdb`, so a day's
+row and the Prometheus sample at the midnight ending it come from one computation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import duckdb
+
+from pipelines.sqlfiles import read_sql
+from pipelines.storage.entities import SEVERITIES
+
+DAY = timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class Reconstruction:
+    workspace_id: str
+    first_day: date | None
+    last_day: date | None
+    score_rows: int
+    open_issue_rows: int
+    rows_changed: int
+    recorded: bool  # a reconstruction_runs row was written
+
+    def describe(self) -> str:
+        if self.first_day is None or self.last_day is None:
+            span = "nothing before the first sync"
+        else:
+            span = f"{self.first_day} to {self.last_day}"
+        return (f"{self.workspace_id}: {span}, {self.score_rows} score rows, {self.open_issue_rows} open-issue rows, "
+                f"{self.rows_changed} changed")
+
+
+def _sql(name: str) -> str:
+    return read_sql(f"backfill/{name}.sql")
+
+
+def _temp(conn: duckdb.DuckDBPyConnection, table: str, name: str, params: dict[str, Any] | None = None) -> None:
+    conn.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {_sql(name)}", params or {})
+
+
+def prepare(conn: duckdb.DuckDBPyConnection, workspace_id: str) -> None:
+    """Stage one workspace's issue changes and scored scans; bounded by issues and scans, not by days."""
+    ws = {"workspace_id": workspace_id}
+    _temp(conn, "_bf_changes", "issue_changes", ws)
+    _temp(conn, "_bf_open_running", "open_running")
+    _temp(conn, "_bf_cells", "open_cells", {"severities": list(SEVERITIES)})
+    _temp(conn, "_bf_scans", "target_scans", ws)
+    set_instants(conn, datetime(1970, 1, 1, tzinfo=UTC), datetime(1970, 1, 1, tzinfo=UTC), DAY)
+    conn.execute(f"CREATE OR REPLACE TEMP VIEW _bf_open_at AS {_sql('open_issues_at')}")
+    conn.execute(f"CREATE OR REPLACE TEMP VIEW _bf_scores_at AS {_sql('scores_at')}")
+
+
+def set_instants(conn: duckdb.DuckDBPyConnection, start: datetime, stop: datetime, step: timedelta) -> None:
+    """The instants the `_bf_open_at` and `_bf_scores_at` views answer for: start, start + step, ... < stop."""
+    _temp(conn, "_bf_instants", "instants",
+          {"start": start, "stop": stop, "step_seconds": int(step.total_seconds())})
+
+
+def bounds(conn: duckdb.DuckDBPyConnection, workspace_id: str) -> tuple[datetime | None, date | None, date | None]:
+    """(first observation, first day to rebuild, last day to rebuild), after `prepare`."""
+    rows = conn.execute(_sql("bounds"), {"workspace_id": workspace_id}).fetchall()
+    if not rows:
+        return None, None, None
+    first_observed_at, first_day, last_day = rows[0]
+    if first_day is None or last_day is None or first_day > last_day:
+        return first_observed_at, None, None
+    return first_observed_at, first_day, last_day
+
+
+def midnight(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def reconstruct_workspace(conn: duckdb.DuckDBPyConnection, workspace_id: str, *, now: datetime) -> Reconstruction:
+    """Rebuild one workspace's days before its first observation, in one transaction, changing only what moved.
+
+    A re-run on the same history computes the same rows, so it deletes, inserts and records nothing.
+    """
+    ws = {"workspace_id": workspace_id}
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        prepare(conn, workspace_id)
+        first_observed_at, first_day, last_day = bounds(conn, workspace_id)
+        if first_day is not None and last_day is not None:
+            set_instants(conn, midnight(first_day) + DAY, midnight(last_day) + 2 * DAY, DAY)
+        _temp(conn, "_bf_new_scores", "daily_scores", ws)
+        _temp(conn, "_bf_new_open", "daily_open_issues")
+        changed = sum(conn.execute(_sql(name), ws).fetchall()[0][0] for name in (
+            "delete_stale_scores", "insert_new_scores", "delete_stale_open_issues", "insert_new_open_issues"))
+        score_rows = conn.execute("SELECT count(*) FROM _bf_new_scores").fetchall()[0][0]
+        open_rows = conn.execute("SELECT count(*) FROM _bf_new_open").fetchall()[0][0]
+        first_time = not conn.execute(_sql("reconstructed_before"), ws).fetchall()[0][0]
+        recorded = bool(changed) or first_time
+        if recorded:
+            conn.execute(_sql("record_run"), {**ws, "ran_at": now, "first_observed_at": first_observed_at,
+                                              "first_day": first_day, "last_day": last_day,
+                                              "score_rows": score_rows, "open_issue_rows": open_rows,
+                                              "rows_changed": changed})
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    finally:
+        drop_temp(conn)
+    return Reconstruction(workspace_id, first_day, last_day, score_rows, open_rows, changed, recorded)
+
+
+def drop_temp(conn: duckdb.DuckDBPyConnection) -> None:
+    for view in ("_bf_open_at", "_bf_scores_at"):
+        conn.execute(f"DROP VIEW IF EXISTS {view}")
+    for table in ("_bf_changes", "_bf_open_running", "_bf_cells", "_bf_scans", "_bf_instants", "_bf_new_scores",
+                  "_bf_new_open"):
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def workspaces(conn: duckdb.DuckDBPyConnection) -> list[tuple[str, bool]]:
+    """(workspace_id, reconstructed before) for every workspace scanwatch has observed."""
+    return [(ws, bool(done)) for ws, done in conn.execute(_sql("workspaces")).fetchall()]
+
+
+def reconstruct(conn: duckdb.DuckDBPyConnection, *, now: datetime | None = None,
+                only_new: bool = False) -> list[Reconstruction]:
+    """Reconstruct every observed workspace (`only_new`: those never reconstructed, as after a first sync)."""
+    now = now or datetime.now(UTC)
+    return [reconstruct_workspace(conn, ws, now=now) for ws, done in workspaces(conn) if not (only_new and done)]

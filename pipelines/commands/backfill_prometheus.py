@@ -1,0 +1,96 @@
+"""`scanwatch backfill-prometheus --data-dir DIR`: the history's past as blocks for a Prometheus data directory.
+
+The series are those /metrics serves (project and target scores, open issues by severity, quotas where a
+sync saw them) plus the recording rules the dashboards read, one sample per step (a day by default) up to
+the workspace's first sync. Point it at the directory of the Prometheus that scrapes the exporter; set
+that Prometheus's retention longer than the history (`--storage.tsdb.retention.time=2y`), or it deletes
+the old blocks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+_DURATION = re.compile(r"^(\d+)([mhd])$")
+
+
+def duration(text: str) -> timedelta:
+    match = _DURATION.match(text.strip())
+    if not match or int(match.group(1)) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a step like 1d, 6h or 30m")
+    n, unit = int(match.group(1)), match.group(2)
+    step = {"m": timedelta(minutes=n), "h": timedelta(hours=n), "d": timedelta(days=n)}[unit]
+    if timedelta(days=1) % step and step % timedelta(days=1):
+        raise argparse.ArgumentTypeError(f"{text!r} does not divide a day: samples would not fall on midnights")
+    return step
+
+
+def moment(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time like 2026-06-01T00:00:00Z") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def label(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not re.match(r"^[a-zA-Z_][a-zA-Z0-9_]*$", name):
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    return name, value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, required=True,
+                        help="the Prometheus data directory (--storage.tsdb.path)")
+    parser.add_argument("--step", type=duration, default=timedelta(days=1), help="time between samples (default 1d)")
+    parser.add_argument("--end", type=moment,
+                        help="write nothing at or after this time (default: the workspace's first sync); use the "
+                             "time of your Prometheus's first scrape of the exporter if it started later")
+    parser.add_argument("--instance", default="localhost:9817",
+                        help="the exporter's instance label in your Prometheus (default localhost:9817)")
+    parser.add_argument("--label", type=label, action="append", default=[], metavar="NAME=VALUE",
+                        help="another label your scrape adds (repeatable)")
+    parser.add_argument("--no-rules", action="store_true", help="write the raw series only, not the recording rules")
+    parser.add_argument("--promtool", default="promtool", help="promtool binary (default: from PATH)")
+    parser.add_argument("--prometheus", default="prometheus",
+                        help="prometheus binary, run briefly over the new blocks to evaluate the rules")
+    parser.add_argument("--db", type=Path, help="DuckDB history file (default: SCANWATCH_DB or data/scanwatch.duckdb)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.backfill.tsdb import BackfillError, Plan, backfill
+    from pipelines.commands.backfill import history_path
+    from pipelines.commands.demo_files import rule_files, scrape_job_name
+    from pipelines.storage.db import HistoryLockedError, connect
+
+    labels = {"job": scrape_job_name(), "instance": args.instance, **dict(args.label)}
+    plan = Plan(data_dir=args.data_dir, step=args.step, end=args.end, labels=labels,
+                rule_files=[] if args.no_rules else [p for p in rule_files() if "record:" in p.read_text()],
+                promtool=args.promtool, prometheus=args.prometheus)
+    started = time.monotonic()
+    try:
+        path = history_path(args.db)
+        conn = connect(path)
+    except (FileNotFoundError, HistoryLockedError) as exc:
+        print(f"scanwatch backfill-prometheus: {exc}", file=sys.stderr)
+        return 1
+    try:
+        outcome = backfill(conn, plan)
+    except BackfillError as exc:
+        print(f"scanwatch backfill-prometheus: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        conn.close()
+    if outcome.samples == 0:
+        print("scanwatch backfill-prometheus: nothing to write (no scans or issues before the first sync)")
+        return 0
+    print(f"scanwatch backfill-prometheus: {outcome.samples} samples and {outcome.rule_samples} recording-rule "
+          f"samples from {outcome.start:%Y-%m-%d %H:%M} to {outcome.end:%Y-%m-%d %H:%M} UTC (excluded), "
+          f"{len(outcome.blocks)} blocks in {args.data_dir}, {time.monotonic() - started:.1f} s")
+    return 0

@@ -1,0 +1,3 @@
+-- The moments to reconstruct: from $start (included) to $stop (excluded), every $step_seconds.
+SELECT ts
+FROM range($start::TIMESTAMPTZ, $stop::TIMESTAMPTZ, to_seconds($step_seconds::BIGINT)) AS t(ts)

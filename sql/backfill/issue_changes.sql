@@ -1,0 +1,37 @@
+-- Every issue of one workspace as a +1 when first seen and a -1 when fixed, under the severity it had then.
+-- Marks carry no timestamp, so an issue marked (false positive, accepted risk) before scanwatch saw it
+-- never counts; one marked later was open before (its first status event says what it was). A fixed
+-- issue found open again has no earlier fixed_at: it counts as open from its first sighting.
+-- Before its first observed severity change an issue had that change's from_value.
+WITH first_status AS (
+    SELECT issue_id, arg_min(from_value, observed_at) AS from_value
+    FROM issue_events
+    WHERE event IN ('status_changed', 'reopened') AND from_value IS NOT NULL
+    GROUP BY issue_id
+),
+first_severity AS (
+    SELECT issue_id, arg_min(from_value, observed_at) AS from_value
+    FROM issue_events
+    WHERE event = 'severity_changed' AND from_value IS NOT NULL
+    GROUP BY issue_id
+),
+spans AS (
+    SELECT
+        i.workspace_id,
+        i.project_id,
+        coalesce(fv.from_value, i.severity) AS severity,
+        i.first_seen_at AS opened_at,
+        CASE WHEN i.status = 'fixed'
+            THEN greatest(coalesce(i.fixed_at, i.last_seen_at, i.first_seen_at), i.first_seen_at)
+        END AS fixed_at,
+        coalesce(fs.from_value, i.status) AS status_before
+    FROM issues AS i
+    LEFT JOIN first_status AS fs ON fs.issue_id = i.id
+    LEFT JOIN first_severity AS fv ON fv.issue_id = i.id
+    WHERE i.workspace_id = $workspace_id AND i.first_seen_at IS NOT NULL AND i.severity IS NOT NULL
+)
+SELECT workspace_id, project_id, severity, opened_at AS ts, 1 AS delta
+FROM spans WHERE status_before IN ('open', 'fixed')
+UNION ALL
+SELECT workspace_id, project_id, severity, fixed_at, -1
+FROM spans WHERE status_before IN ('open', 'fixed') AND fixed_at IS NOT NULL

@@ -1,0 +1,4 @@
+-- The finished scans of one workspace that carry a score: each sets its target's score from its end on.
+SELECT project_id, target_id, id AS scan_id, finished_at, score, grade
+FROM scans
+WHERE workspace_id = $workspace_id AND status = 'done' AND score IS NOT NULL AND finished_at IS NOT NULL

@@ -1,0 +1,179 @@
+"""A real Prometheus started on the backfilled data directory shows the reconstruction, and nothing after it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.backfill.openmetrics import FAMILIES
+from pipelines.commands.processes import stop_process
+from tests.grafana.queries import METRIC, dashboard_queries, substitute
+from tests.prometheus.tools import free_port, require
+
+DAY = timedelta(days=1)
+# Series with a past before the first sync: /metrics' own that the reconstruction rebuilds, and the recording
+# rules over them. Quotas are known only from the first sync on (quota_snapshots), like the pipeline's counters.
+WITH_PAST = {name for name in FAMILIES if not name.startswith("secscan_quota_")} | {"secscan:issues_open:sum"}
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    with duckdb.connect(str(db), read_only=True) as conn:
+        conn.execute("SET TimeZone = 'UTC'")
+        return conn.execute(sql).fetchall()
+
+
+def _midnight(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def backfill_cli(db: Path, data_dir: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipelines.cli", "backfill-prometheus", "--db", str(db),
+                           "--data-dir", str(data_dir), *extra], capture_output=True, text=True, timeout=600)
+
+
+class Prom:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def get(self, path: str, **params) -> dict:
+        with urllib.request.urlopen(f"{self.url}{path}?{urllib.parse.urlencode(params)}", timeout=30) as resp:
+            body = json.load(resp)
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def range(self, expr: str, start: datetime, end: datetime, step: timedelta = DAY) -> list[dict]:
+        return self.get("/api/v1/query_range", query=expr, start=start.timestamp(), end=end.timestamp(),
+                        step=step.total_seconds())["result"]
+
+
+@pytest.fixture(scope="module")
+def backfilled(synced, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, Prom, date]]:
+    prometheus = require("prometheus")
+    require("promtool")
+    db, _ = synced
+    work = tmp_path_factory.mktemp("prom")
+    data = work / "data"
+    done = backfill_cli(db, data)
+    assert done.returncode == 0, done.stderr
+    config = work / "prometheus.yml"
+    config.write_text("global: {}\n")
+    port = free_port()
+    log = open(work / "prometheus.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen([prometheus, f"--config.file={config}", f"--storage.tsdb.path={data}",
+                             "--storage.tsdb.retention.time=2y", f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    prom = Prom(f"http://127.0.0.1:{port}")
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                prom.get("/api/v1/query", query="1")
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, (work / "prometheus.log").read_text()
+                time.sleep(0.2)
+        [(first_day,)] = _rows(db, "SELECT first_observed_day FROM first_observations")
+        yield db, data, prom, first_day
+    finally:
+        stop_process(proc)
+        log.close()
+
+
+def _by(result: list[dict], *labels: str) -> dict:
+    """{(label values...): {day the sample closes: value}}; a sample at midnight stands for the day before."""
+    out = {}
+    for series in result:
+        key = tuple(series["metric"].get(label) for label in labels)
+        out[key] = {(datetime.fromtimestamp(float(ts), UTC) - DAY).date(): float(v) for ts, v in series["values"]}
+    return out
+
+
+def test_prometheus_answers_the_past_90_days_as_the_duckdb_reconstruction(backfilled) -> None:
+    db, _, prom, first_day = backfilled
+    end = _midnight(first_day)
+    start = end - 90 * DAY
+    sampled = [first_day - timedelta(days=d) for d in range(1, 91, 7)]
+
+    open_issues = _by(prom.range("secscan_issues_open", start, end), "project_id", "severity")
+    expected = {}
+    for project, severity, day, n in _rows(db, "SELECT project_id, severity, day, open_issues "
+                                               "FROM reconstructed_open_issues"):
+        expected.setdefault((project, severity), {})[day] = float(n)
+    assert open_issues and all(len(days) >= 85 for days in open_issues.values())
+    for key, days in open_issues.items():
+        assert {d: days.get(d) for d in sampled} == {d: expected[key].get(d) for d in sampled}, key
+
+    totals = _by(prom.range("secscan:issues_open:sum", start, end), "severity")
+    by_severity = {}
+    for severity, day, n in _rows(db, "SELECT severity, day, sum(open_issues) FROM reconstructed_open_issues "
+                                      "GROUP BY ALL"):
+        by_severity.setdefault((severity,), {})[day] = float(n)
+    assert totals
+    for key, days in totals.items():
+        assert {d: days.get(d) for d in sampled} == {d: by_severity[key].get(d) for d in sampled}, key
+
+    for metric, target_filter, label in (("secscan_project_score", "IS NULL", "project_id"),
+                                         ("secscan_target_score", "IS NOT NULL", "target_id")):
+        got = _by(prom.range(metric, start, end), label)
+        want = {}
+        for key, day, score in _rows(db, f"SELECT coalesce(target_id, project_id), day, score FROM "
+                                         f"reconstructed_scores WHERE target_id {target_filter}"):
+            want.setdefault((key,), {})[day] = float(score)
+        assert got and set(got) == set(want), metric
+        for key, days in got.items():
+            assert {d: days.get(d) for d in sampled} == {d: want[key].get(d) for d in sampled}, (metric, key)
+
+
+def test_labels_are_those_of_the_exporter_and_the_scrape(backfilled) -> None:
+    db, _, prom, first_day = backfilled
+    [series, *_] = prom.range("secscan_target_score", _midnight(first_day) - DAY, _midnight(first_day))
+    assert set(series["metric"]) == {"__name__", "job", "instance", *FAMILIES["secscan_target_score"]}
+    assert series["metric"]["job"] == "scanwatch"
+    [(workspace,)] = _rows(db, "SELECT workspace_name FROM accounts LIMIT 1")
+    assert series["metric"]["workspace"] == workspace
+
+
+def test_every_dashboard_range_query_has_a_past_before_the_first_sync(backfilled) -> None:
+    db, _, prom, first_day = backfilled
+    end = _midnight(first_day) - DAY  # a window that ends a day before the first sync, so before any scrape
+    [(project_id,)] = _rows(db, "SELECT project_id FROM reconstructed_scores GROUP BY ALL ORDER BY count(*) DESC "
+                                "LIMIT 1")
+    with_past, without = [], []
+    for query in dashboard_queries():
+        if query.kind != "panel" or query.instant:
+            continue
+        (with_past if set(METRIC.findall(query.expr)) <= WITH_PAST else without).append(query)
+        expr = substitute(query.expr, project_id=project_id, rate_interval="1d")
+        if query in with_past:
+            assert prom.range(expr, end - 30 * DAY, end), f"{query.source} / {query.title}: {expr}"
+    titles = {(q.source, q.title) for q in with_past}
+    assert {("scanwatch-overview", "Project scores"), ("scanwatch-overview", "Open issues by severity"),
+            ("scanwatch-project", "Scores over time"), ("scanwatch-project", "Open issues by severity")} <= titles
+    # The rest read lifecycle and pipeline counters or quotas, which only exist from the first sync on.
+    for query in without:
+        assert set(METRIC.findall(query.expr)) - WITH_PAST, query
+
+
+def test_no_block_reaches_the_first_sync(backfilled) -> None:
+    db, data, _, _ = backfilled
+    [(first_observed_at,)] = _rows(db, "SELECT first_observed_at FROM first_observations")
+    metas = [json.loads(p.read_text()) for p in data.glob("*/meta.json")]
+    assert metas and max(m["maxTime"] for m in metas) <= first_observed_at.timestamp() * 1000
+
+
+def test_a_missing_promtool_is_one_clear_line(synced, tmp_path: Path) -> None:
+    db, _ = synced
+    done = backfill_cli(db, tmp_path / "data", "--promtool", str(tmp_path / "no-promtool"))
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "not found" in done.stderr and "promtool" in done.stderr
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
