@@ -24,6 +24,12 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "secscan_quota_used": (*WS, "quota"),
     "secscan_quota_remaining": (*WS, "quota"),
 }
+# Recording rules whose past comes straight from the history, since the counters they read have none. Their
+# rules sum every other label away, so they carry no job or instance either.
+RULE_FAMILIES: dict[str, tuple[str, ...]] = {
+    "secscan:issues_opened:increase1d": (*WS, "severity"),
+    "secscan:issues_fixed:increase1d": (*WS, "severity"),
+}
 
 
 def escape(value: str) -> str:
@@ -81,8 +87,10 @@ def spool_rows(spool: Spool, columns: Sequence[str], rows: Iterable[Sequence], e
     by_family: dict[str, list[str]] = {}
     for row in rows:
         name = row[index["metric"]]
-        labels = {label: "" if row[index[label]] is None else str(row[index[label]]) for label in FAMILIES[name]}
-        labels.update(extra)
+        names = FAMILIES.get(name) or RULE_FAMILIES[name]
+        labels = {label: "" if row[index[label]] is None else str(row[index[label]]) for label in names}
+        if name in FAMILIES:
+            labels.update(extra)
         by_family.setdefault(name, []).append(sample_line(name, labels, float(row[index["ts"]]),
                                                           float(row[index["value"]])))
     for name, lines in by_family.items():

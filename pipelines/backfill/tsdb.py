@@ -7,8 +7,9 @@ rules` is not used: it evaluates at the rule group's hashed offset within each i
 samples that are a day apart by far more than the 5-minute lookback, and on 2.42 it stops after its first
 2-hour block once the interval is longer than that (see docs/backfill.md).
 
-Nothing is written at or after the workspace's first sync (or `--end`): the exporter's live samples start
-after it, so the blocks never overlap a sample Prometheus scraped.
+Nothing is written at or after the workspace's first sync (or `--end`): the exporter serves nothing before
+it, so the blocks hold no sample of a series Prometheus scraped live. Blocks of other series over the same
+time are fine: Prometheus (2.39 and later) queries and compacts overlapping blocks.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def _floor(moment: datetime, step: timedelta) -> datetime:
 def write_series(conn: duckdb.DuckDBPyConnection, plan: Plan, path: Path) -> Outcome:
     """Every observed workspace's past, as one OpenMetrics file; holds one chunk of steps at a time."""
     outcome = Outcome()
-    steps_per_chunk = max(24, math.ceil(timedelta(days=1) / plan.step))
+    steps_per_chunk = max(168, math.ceil(timedelta(days=1) / plan.step))
     spool = Spool(path.parent)
     series_sql = read_sql("backfill/prometheus_series.sql")
     try:
@@ -87,9 +88,9 @@ def write_series(conn: duckdb.DuckDBPyConnection, plan: Plan, path: Path) -> Out
             rc.prepare(conn, workspace_id)
             first_data, first_observed_at = conn.execute(read_sql("backfill/prometheus_bounds.sql"),
                                                          {"workspace_id": workspace_id}).fetchall()[0]
-            stop = min(t for t in (plan.end, first_observed_at) if t is not None) if plan.end else first_observed_at
-            if first_data is None or stop is None:
+            if first_data is None or first_observed_at is None:
                 continue
+            stop = min(plan.end, first_observed_at) if plan.end else first_observed_at
             start = _floor(first_data, plan.step) + plan.step
             outcome.workspaces += 1
             chunk = start
@@ -219,25 +220,11 @@ def _move_blocks(source: Path, data_dir: Path) -> list[str]:
     return moved
 
 
-def earliest_block(data_dir: Path) -> datetime | None:
-    """The first sample time of the data directory's blocks: the backfill must end before live data."""
-    times = []
-    for meta in data_dir.glob("*/meta.json"):
-        try:
-            times.append(json.loads(meta.read_text(encoding="utf-8"))["minTime"])
-        except (OSError, ValueError, KeyError):
-            continue
-    return datetime.fromtimestamp(min(times) / 1000, tz=UTC) if times else None
-
-
 def backfill(conn: duckdb.DuckDBPyConnection, plan: Plan) -> Outcome:
     """Write the past as blocks into `plan.data_dir`; returns what was written."""
     promtool = find_tool(plan.promtool)
     prometheus = find_tool(plan.prometheus) if plan.rule_files else None
     plan.data_dir.mkdir(parents=True, exist_ok=True)
-    live = earliest_block(plan.data_dir)
-    if live is not None:
-        plan.end = min(t for t in (plan.end, live) if t is not None)
     with tempfile.TemporaryDirectory(prefix=".scanwatch-backfill-", dir=plan.data_dir.parent) as tmp:
         work = Path(tmp)
         raw_blocks, rule_blocks = work / "raw", work / "rules"

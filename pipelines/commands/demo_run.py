@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -160,6 +161,7 @@ class Demo:
                                             str(a.exporter_port), "--listen-address", "127.0.0.1"], env)
         wait_until(lambda: http_status(metrics_url) == 200, exporter, "/metrics", timeout=30)
         say(f"  exporter    {metrics_url}")
+        self._backfill_prometheus(dirs, env)
         prometheus_url = self._prometheus(dirs, env)
         dagster_url = None
         if dagster:
@@ -240,6 +242,20 @@ class Demo:
         say(f"  sync        {summary.removeprefix('scanwatch sync: ')}")
         return True
 
+    def _backfill_prometheus(self, dirs: DemoDirs, env: dict[str, str]) -> None:
+        """The year the service already holds, as blocks in Prometheus's empty data folder before it starts."""
+        if self.args.no_prometheus or not self.prometheus_bin:
+            return
+        log = dirs.logs / "backfill-prometheus.log"
+        with open(log, "w", encoding="utf-8") as out:
+            done = subprocess.run([self.python, "-m", "pipelines.cli", "backfill-prometheus", "--data-dir",
+                                   str(dirs.prometheus_data), "--instance", f"127.0.0.1:{self.args.exporter_port}"],
+                                  env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
+        lines = log.read_text(errors="replace").strip().splitlines()
+        last = lines[-1].removeprefix("scanwatch backfill-prometheus: ") if lines else f"exit {done.returncode}"
+        say(f"  backfill    {last}" if done.returncode == 0 else
+            f"  backfill    skipped, Prometheus starts with live data only: {last} (log: {log})")
+
     def _prometheus(self, dirs: DemoDirs, env: dict[str, str]) -> str | None:
         if self.args.no_prometheus:
             return None
@@ -252,6 +268,9 @@ class Demo:
         child = self._start("prometheus", [
             self.prometheus_bin, f"--config.file={dirs.prometheus_config}",
             f"--storage.tsdb.path={dirs.prometheus_data}",
+            # The backfilled year stays (the default 15 days would drop it at once), and one sample a day
+            # answers an instant query at any time of that day.
+            "--storage.tsdb.retention.time=2y", "--query.lookback-delta=1d",
             f"--web.listen-address=127.0.0.1:{self.args.prometheus_port}",
         ], env)
         wait_until(lambda: http_status(f"{url}/-/ready") == 200, child, "/-/ready", timeout=30)

@@ -1,6 +1,8 @@
 -- The samples of /metrics' own series at the staged instants, labelled as the exporter labels them
 -- (sql/snapshot): workspace name, project name, target address and kind. Projects the service no longer
 -- lists keep their past. Quotas are known only from the syncs' quota_snapshots, so they start there.
+-- The recording rules over the lifecycle counters get their past from the same changes: issues first seen,
+-- and found fixed, in the day before each instant, per severity (their rule sums away every other label).
 WITH ws AS (
     SELECT coalesce(a.workspace_name, a.workspace_id) AS workspace
     FROM accounts AS a WHERE a.workspace_id = $workspace_id
@@ -18,6 +20,17 @@ quotas AS (
     ASOF JOIN (SELECT * FROM quota_snapshots WHERE workspace_id = $workspace_id) AS s
         ON s.quota = x.quota AND x.ts > s.observed_at
 ),
+arrivals AS (
+    SELECT i.ts, s.severity,
+           count(c.ts) FILTER (WHERE c.delta = 1) AS opened,
+           count(c.ts) FILTER (WHERE c.delta = -1) AS fixed
+    FROM _bf_instants AS i
+    CROSS JOIN (SELECT DISTINCT severity FROM _bf_cells) AS s
+    LEFT JOIN _bf_changes AS c
+        ON c.severity = s.severity AND c.ts < i.ts AND c.ts >= i.ts - INTERVAL 1 DAY
+    WHERE i.ts > (SELECT min(since) FROM _bf_cells)
+    GROUP BY ALL
+),
 samples AS (
     SELECT 'secscan_project_score' AS metric, s.project_id, NULL AS target_id, NULL AS severity,
            NULL AS quota, s.ts, CAST(s.score AS DOUBLE) AS value
@@ -34,6 +47,10 @@ samples AS (
     SELECT 'secscan_quota_used', NULL, NULL, NULL, quota, ts, used FROM quotas WHERE used IS NOT NULL
     UNION ALL
     SELECT 'secscan_quota_remaining', NULL, NULL, NULL, quota, ts, remaining FROM quotas WHERE remaining IS NOT NULL
+    UNION ALL
+    SELECT 'secscan:issues_opened:increase1d', NULL, NULL, severity, NULL, ts, opened FROM arrivals
+    UNION ALL
+    SELECT 'secscan:issues_fixed:increase1d', NULL, NULL, severity, NULL, ts, fixed FROM arrivals
 )
 SELECT
     s.metric,

@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.backfill.openmetrics import FAMILIES
+from pipelines.backfill.openmetrics import FAMILIES, RULE_FAMILIES
 from pipelines.commands.processes import stop_process
 from tests.grafana.queries import METRIC, dashboard_queries, substitute
 from tests.prometheus.tools import free_port, require
@@ -23,7 +23,8 @@ from tests.prometheus.tools import free_port, require
 DAY = timedelta(days=1)
 # Series with a past before the first sync: /metrics' own that the reconstruction rebuilds, and the recording
 # rules over them. Quotas are known only from the first sync on (quota_snapshots), like the pipeline's counters.
-WITH_PAST = {name for name in FAMILIES if not name.startswith("secscan_quota_")} | {"secscan:issues_open:sum"}
+WITH_PAST = ({name for name in FAMILIES if not name.startswith("secscan_quota_")} | {"secscan:issues_open:sum"}
+             | set(RULE_FAMILIES))
 
 
 def _rows(db: Path, sql: str) -> list[tuple]:
@@ -134,6 +135,19 @@ def test_prometheus_answers_the_past_90_days_as_the_duckdb_reconstruction(backfi
             assert {d: days.get(d) for d in sampled} == {d: want[key].get(d) for d in sampled}, (metric, key)
 
 
+def test_new_and_fixed_per_day_count_first_seen_and_fixed_at(backfilled) -> None:
+    """The past of the lifecycle rules: issues first seen, and fixed, in the day each sample closes."""
+    db, _, prom, first_day = backfilled
+    end = _midnight(first_day)
+    for rule, column in (("secscan:issues_opened:increase1d", "first_seen_at"),
+                         ("secscan:issues_fixed:increase1d", "fixed_at")):
+        got = _by(prom.range(f"sum({rule})", end - 90 * DAY, end), "x")[(None,)]
+        want = dict(_rows(db, f"SELECT CAST({column} AS DATE), count(*) FROM issues WHERE {column} IS NOT NULL "
+                              "AND status IN ('open', 'fixed') GROUP BY ALL"))
+        assert len(got) >= 85 and sum(got.values()) > 0, rule
+        assert got == {day: float(want.get(day, 0)) for day in got}, rule
+
+
 def test_labels_are_those_of_the_exporter_and_the_scrape(backfilled) -> None:
     db, _, prom, first_day = backfilled
     [series, *_] = prom.range("secscan_target_score", _midnight(first_day) - DAY, _midnight(first_day))
@@ -158,6 +172,7 @@ def test_every_dashboard_range_query_has_a_past_before_the_first_sync(backfilled
             assert prom.range(expr, end - 30 * DAY, end), f"{query.source} / {query.title}: {expr}"
     titles = {(q.source, q.title) for q in with_past}
     assert {("scanwatch-overview", "Project scores"), ("scanwatch-overview", "Open issues by severity"),
+            ("scanwatch-overview", "New and fixed per day, by severity"),
             ("scanwatch-project", "Scores over time"), ("scanwatch-project", "Open issues by severity")} <= titles
     # The rest read lifecycle and pipeline counters or quotas, which only exist from the first sync on.
     for query in without:

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from urllib.parse import urlencode
 
 import pytest
 
@@ -66,6 +67,11 @@ def test_demo_comes_up_with_data_and_stops_clean(tmp_path):
             wait_for(exporter_target_up, "the exporter target up in Prometheus", proc, log, timeout=30)
             rules = json.loads(get(f"{prom}/api/v1/rules")[1])["data"]["groups"]
             assert rules, "Prometheus loaded none of the project's rule files"
+            # The first start backfilled the year the service already held.
+            past = time.time() - 300 * 86400
+            for expr in ("secscan_project_score", "secscan:issues_open:sum"):
+                answer = json.loads(get(f"{prom}/api/v1/query?{urlencode({'query': expr, 'time': past})}")[1])
+                assert answer["data"]["result"], f"no {expr} 300 days ago:\n{log.read_text()}"
         proc.wait(timeout=120)
         output = log.read_text()
         assert proc.returncode == 0, output
