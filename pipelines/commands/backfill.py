@@ -15,25 +15,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", type=Path, help="DuckDB history file (default: SCANWATCH_DB or data/scanwatch.duckdb)")
 
 
-def history_path(given: Path | None) -> Path:
-    """The history file, which must exist: a backfill reads what a sync stored, it does not call the service."""
+def open_history(given: Path | None, command: str):
+    """The history, opened for writing, or None after one line saying why not (none yet, or a sync holds it).
+
+    A backfill reads what a sync stored; it never calls the service, so there must be a history already.
+    """
     from pipelines import settings
+    from pipelines.storage.db import HistoryLockedError, connect
 
     path = given if given is not None else settings.Settings.load().paths.db
     if not path.is_file():
-        raise FileNotFoundError(f"no history at {path}: run 'scanwatch sync' first (or set SCANWATCH_DB / --db)")
-    return path
+        print(f"scanwatch {command}: no history at {path}: run 'scanwatch sync' first (or set SCANWATCH_DB / --db)",
+              file=sys.stderr)
+        return None
+    try:
+        return connect(path)
+    except HistoryLockedError as exc:
+        print(f"scanwatch {command}: {exc}", file=sys.stderr)
+        return None
 
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.backfill.reconstruct import reconstruct
-    from pipelines.storage.db import HistoryLockedError, connect
 
-    try:
-        path = history_path(args.db)
-        conn = connect(path)
-    except (FileNotFoundError, HistoryLockedError) as exc:
-        print(f"scanwatch backfill: {exc}", file=sys.stderr)
+    conn = open_history(args.db, "backfill")
+    if conn is None:
         return 1
     try:
         results = reconstruct(conn)

@@ -65,20 +65,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.backfill.tsdb import BackfillError, Plan, backfill
-    from pipelines.commands.backfill import history_path
+    from pipelines.commands.backfill import open_history
     from pipelines.commands.demo_files import rule_files, scrape_job_name
-    from pipelines.storage.db import HistoryLockedError, connect
 
     labels = {"job": scrape_job_name(), "instance": args.instance, **dict(args.label)}
     plan = Plan(data_dir=args.data_dir, step=args.step, end=args.end, labels=labels,
                 rule_files=[] if args.no_rules else [p for p in rule_files() if "record:" in p.read_text()],
                 promtool=args.promtool, prometheus=args.prometheus)
     started = time.monotonic()
-    try:
-        path = history_path(args.db)
-        conn = connect(path)
-    except (FileNotFoundError, HistoryLockedError) as exc:
-        print(f"scanwatch backfill-prometheus: {exc}", file=sys.stderr)
+    conn = open_history(args.db, "backfill-prometheus")
+    if conn is None:
         return 1
     try:
         outcome = backfill(conn, plan)
