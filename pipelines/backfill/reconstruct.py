@@ -51,6 +51,7 @@ def prepare(conn: duckdb.DuckDBPyConnection, workspace_id: str) -> None:
     ws = {"workspace_id": workspace_id}
     _temp(conn, "_bf_changes", "issue_changes", ws)
     _temp(conn, "_bf_open_running", "open_running")
+    _temp(conn, "_bf_arrivals_running", "arrivals_running")
     _temp(conn, "_bf_cells", "open_cells", {"severities": list(SEVERITIES)})
     _temp(conn, "_bf_scans", "target_scans", ws)
     set_instants(conn, datetime(1970, 1, 1, tzinfo=UTC), datetime(1970, 1, 1, tzinfo=UTC), DAY)
@@ -116,8 +117,8 @@ def reconstruct_workspace(conn: duckdb.DuckDBPyConnection, workspace_id: str, *,
 def drop_temp(conn: duckdb.DuckDBPyConnection) -> None:
     for view in ("_bf_open_at", "_bf_scores_at"):
         conn.execute(f"DROP VIEW IF EXISTS {view}")
-    for table in ("_bf_changes", "_bf_open_running", "_bf_cells", "_bf_scans", "_bf_instants", "_bf_new_scores",
-                  "_bf_new_open"):
+    for table in ("_bf_changes", "_bf_open_running", "_bf_arrivals_running", "_bf_cells", "_bf_scans",
+                  "_bf_instants", "_bf_new_scores", "_bf_new_open"):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
 
 

@@ -20,16 +20,26 @@ quotas AS (
     ASOF JOIN (SELECT * FROM quota_snapshots WHERE workspace_id = $workspace_id) AS s
         ON s.quota = x.quota AND x.ts > s.observed_at
 ),
-arrivals AS (
-    SELECT i.ts, s.severity,
-           count(c.ts) FILTER (WHERE c.delta = 1) AS opened,
-           count(c.ts) FILTER (WHERE c.delta = -1) AS fixed
+severity_instants AS (
+    SELECT i.ts, s.severity
     FROM _bf_instants AS i
     CROSS JOIN (SELECT DISTINCT severity FROM _bf_cells) AS s
-    LEFT JOIN _bf_changes AS c
-        ON c.severity = s.severity AND c.ts < i.ts AND c.ts >= i.ts - INTERVAL 1 DAY
     WHERE i.ts > (SELECT min(since) FROM _bf_cells)
-    GROUP BY ALL
+),
+upto_now AS (
+    SELECT x.ts, x.severity, coalesce(r.opened, 0) AS opened, coalesce(r.fixed, 0) AS fixed
+    FROM severity_instants AS x
+    ASOF LEFT JOIN _bf_arrivals_running AS r ON r.severity = x.severity AND x.ts > r.ts
+),
+upto_day_before AS (
+    SELECT x.ts, x.severity, coalesce(r.opened, 0) AS opened, coalesce(r.fixed, 0) AS fixed
+    FROM (SELECT ts, severity, ts - INTERVAL 1 DAY AS day_before FROM severity_instants) AS x
+    ASOF LEFT JOIN _bf_arrivals_running AS r ON r.severity = x.severity AND x.day_before > r.ts
+),
+arrivals AS (
+    SELECT n.ts, n.severity, n.opened - d.opened AS opened, n.fixed - d.fixed AS fixed
+    FROM upto_now AS n
+    JOIN upto_day_before AS d ON d.ts = n.ts AND d.severity = n.severity
 ),
 samples AS (
     SELECT 'secscan_project_score' AS metric, s.project_id, NULL AS target_id, NULL AS severity,
