@@ -9,9 +9,10 @@ def test_help_lists_every_promised_command():
     out = subprocess.run(
         [sys.executable, "-m", "pipelines.cli", "--help"], capture_output=True, text=True, check=True
     ).stdout
-    for name in ("simulator", "sync", "exporter", "demo", "sql"):
+    promised = {"simulator", "sync", "exporter", "demo", "sql", "backfill", "backfill-prometheus"}
+    for name in promised:
         assert name in out
-    assert set(SUBCOMMANDS) == {"simulator", "sync", "exporter", "demo", "sql"}
+    assert set(SUBCOMMANDS) == promised
 
 
 def test_snapshot_defaults_beside_the_database():

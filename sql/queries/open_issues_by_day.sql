@@ -169,16 +169,18 @@ reconstructed AS (
     WHERE r.day < (SELECT first_day FROM first_sync)
     GROUP BY r.day
 )
-SELECT day, coalesce(critical, 0) AS critical, coalesce(high, 0) AS high, coalesce(medium, 0) AS medium,
-       coalesce(low, 0) AS low, coalesce(info, 0) AS info, total, 'reconstructed' AS source
+SELECT day, 'reconstructed' AS source, coalesce(critical, 0) AS critical, coalesce(high, 0) AS high,
+       coalesce(medium, 0) AS medium, coalesce(low, 0) AS low, coalesce(info, 0) AS info, total
 FROM reconstructed
 UNION ALL
-SELECT o.*,
-       CASE
-           WHEN f.first_day IS NULL OR o.day >= f.last_day THEN 'observed'
-           WHEN o.day < f.first_day THEN 'reconstructed'  -- a history never backfilled: rebuilt here alike
-           ELSE 'partly reconstructed'
-       END
+SELECT
+    o.day,
+    CASE
+        WHEN f.first_day IS NULL OR o.day >= f.last_day THEN 'observed'
+        WHEN o.day < f.first_day THEN 'reconstructed'  -- a history never backfilled: rebuilt here alike
+        ELSE 'partly reconstructed'
+    END,
+    o.critical, o.high, o.medium, o.low, o.info, o.total
 FROM observed AS o, first_sync AS f
 WHERE f.first_day IS NULL OR o.day >= f.first_day
    OR NOT EXISTS (SELECT 1 FROM reconstructed)
