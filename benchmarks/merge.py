@@ -22,8 +22,7 @@ import duckdb
 from benchmarks.figures import Figure, judge
 from benchmarks.memory import peak_rss
 from pipelines.storage import connect, merge_issues
-
-SEVERITIES = ("critical", "high", "medium", "low", "info")
+from pipelines.vocabulary import SEVERITIES
 
 
 def changed(rows: list[dict[str, Any]], share: float, when: datetime) -> list[dict[str, Any]]:

@@ -34,9 +34,10 @@ def build_history(path: Path, scale: dict[str, int]):
     """A synthetic history with the large world's shape, generated set-wise in SQL (seconds, not minutes)."""
     import duckdb
 
+    from pipelines.storage import migrate
+
     conn = duckdb.connect(str(path))
-    for migration in sorted((ROOT / "sql" / "migrations").glob("*.sql")):
-        conn.execute(migration.read_text())
+    migrate(conn)
     p, t, i, s, r = scale["projects"], scale["targets"], scale["issues"], scale["scans"], scale["sync_runs"]
     conn.execute(f"""
     INSERT INTO accounts SELECT 'ws-1', 'Acme Corp', 'pro', true, NULL, TIMESTAMPTZ '2026-10-15', TIMESTAMPTZ

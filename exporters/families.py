@@ -25,7 +25,6 @@ WS = ["workspace"]
 PROJECT = ["workspace", "project_id", "project"]
 TARGET = [*PROJECT, "target_id", "address", "kind"]
 PIPELINE = ["workspace", "asset"]
-FINAL_SCAN_STATUSES = ("done", "failed")
 # What a page about a new critical issue says. Alert rules keep only the identity (workspace, project_id,
 # issue_id, change, from_severity, detected_at) and read the rest back by issue_id, because a repository
 # issue's location (its commit) moves at every scan and must not make the alert fire again.
@@ -195,7 +194,7 @@ def _projects(tables: dict, f: Families, ws: Callable[[dict], str]) -> None:
                 t.get("last_scan_at"))
     for s in tables.get("scans", []):
         v = [ws(s), s["project_id"], s["project"], s["kind"]]
-        if s["status"] in FINAL_SCAN_STATUSES:
+        if s.get("finished"):
             f.counter("secscan_scans", "Scans seen finished, by kind and final status.", [*PROJECT, "kind",
                       "status"], [*v, s["status"]], s.get("scans"))
         else:

@@ -13,7 +13,7 @@ import dagster as dg
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
 from pipelines.storage import merge_scans
-from pipelines.storage.entities import UNFINISHED_SCAN_STATUSES
+from pipelines.vocabulary import UNFINISHED_SCAN_STATUSES
 
 
 class ScheduledScansConfig(dg.Config):

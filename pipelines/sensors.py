@@ -9,7 +9,7 @@ from pipelines.api import ApiConnectionError, ApiError, MalformedResponseError, 
 from pipelines.jobs import project_refresh_job
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
-from pipelines.storage.entities import UNFINISHED_SCAN_STATUSES
+from pipelines.vocabulary import UNFINISHED_SCAN_STATUSES
 
 MAX_POLLS_PER_TICK = 20  # bounded: the sensor must not eat the rate limit the schedules need
 

@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exporters.snapshot_format import SCHEMA_VERSION, TABLES, encode_snapshot
-from pipelines import milestones
+from pipelines import milestones, vocabulary
 from pipelines.stale_files import remove_stale
 
 if TYPE_CHECKING:  # duckdb stays out of the exporter's imports
     import duckdb
 
-DEFAULT_SLA_DAYS: dict[str, int] = {"critical": 7, "high": 30, "medium": 90, "low": 180}
 # An open issue is "due soon" once less than this share of its SLA window is left.
 DUE_SOON_FRACTION = 0.25
 # Upper bounds of the time-to-fix histogram, seconds: 1h, 4h, 12h, 1d, 3d, 7d, 14d, 30d, 90d, 180d, 365d.
@@ -74,13 +73,16 @@ def build_snapshot(
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (UTC)")
-    sla = {**DEFAULT_SLA_DAYS, **(sla_days or {})}
+    from pipelines.storage.reference import write_sla_policy  # duckdb: not at import, for the exporter
+
+    sla_days = vocabulary.sla_policy({}, sla_days)
+    writer = conn.cursor()  # its own transaction: a caller's open one stays untouched
+    try:
+        write_sla_policy(writer, sla_days)  # the policy the SQL reads, and the cookbook after it
+    finally:
+        writer.close()
     params: dict[str, Any] = {
         "now": now.astimezone(UTC).isoformat(),
-        "sla_critical": sla["critical"],
-        "sla_high": sla["high"],
-        "sla_medium": sla["medium"],
-        "sla_low": sla["low"],
         "due_soon_fraction": DUE_SOON_FRACTION,
         "ttf_buckets": list(TTF_BUCKETS),
         "critical_limit": max(0, int(critical_info_limit)),
@@ -100,7 +102,7 @@ def build_snapshot(
         "schema": SCHEMA_VERSION,
         "generated_at": now.astimezone(UTC).isoformat().replace("+00:00", "Z"),
         "generated_at_seconds": now.timestamp(),
-        "sla_days": {k: sla[k] for k in ("critical", "high", "medium", "low")},
+        "sla_days": sla_days,
         "due_soon_fraction": DUE_SOON_FRACTION,
         "ttf_buckets": list(TTF_BUCKETS),
         "critical_info_limit": params["critical_limit"],
@@ -145,21 +147,3 @@ def write_snapshot(snapshot: dict, path: Path) -> None:
         os.close(dir_fd)
 
 
-def sla_days_from_env(env: dict[str, str] | None = None) -> dict[str, int]:
-    """SLA days from `SCANWATCH_SLA_DAYS` ("critical=7,high=30,..."), so a team sets its own policy.
-
-    Unnamed severities keep their defaults; a malformed value is an error naming the variable.
-    """
-    env = os.environ if env is None else env
-    sla = dict(DEFAULT_SLA_DAYS)
-    text = (env.get("SCANWATCH_SLA_DAYS") or "").strip()
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, _, value = part.partition("=")
-        key = key.strip().lower()
-        if key not in sla or not value.strip().isdigit() or int(value) <= 0:
-            raise ValueError(
-                f"SCANWATCH_SLA_DAYS: {part!r} is not severity=days with severity in {', '.join(sla)} "
-                "and days a positive integer"
-            )
-        sla[key] = int(value)
-    return sla

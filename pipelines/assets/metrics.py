@@ -6,11 +6,11 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from pipelines import milestones, settings
+from pipelines import milestones, settings, vocabulary
 from pipelines.assets.step import sync_step
 from pipelines.backfill.reconstruct import reconstruct
 from pipelines.resources import HistoryResource
-from pipelines.snapshot import CRITICAL_NEW_LIMIT, build_snapshot, sla_days_from_env, write_snapshot
+from pipelines.snapshot import CRITICAL_NEW_LIMIT, build_snapshot, write_snapshot
 
 
 class SnapshotConfig(dg.Config):
@@ -32,7 +32,7 @@ def refresh_snapshot(conn: duckdb.DuckDBPyConnection, *, path: Path | None = Non
     path = path or settings.Settings.load().paths.snapshot
     snapshot = build_snapshot(conn, now=now or datetime.now(UTC), critical_info_limit=critical_info_limit,
                               critical_new_limit=critical_new_limit,
-                              sla_days={**sla_days_from_env(), **(sla_days or {})})
+                              sla_days=vocabulary.sla_policy(overrides=sla_days))
     milestones.reached("snapshot.built")
     write_snapshot(snapshot, path)
     return path

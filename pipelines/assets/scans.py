@@ -39,9 +39,8 @@ def scans(
             "workspace_id": step.workspace_id, "all": config.all_projects, "peek_before": peek_before,
         }).fetchall()
         todo = [(pid, fp) for pid, fp, _ in listed]
-        finished = {r[0] for r in conn.execute(
-            "SELECT id FROM scans WHERE status IN ('done', 'failed') AND workspace_id = ?", [step.workspace_id]
-        ).fetchall()}
+        finished = {r[0] for r in conn.execute(read_sql("sync/finished_scans.sql"),
+                                                {"workspace_id": step.workspace_id}).fetchall()}
 
         progress = Progress("scans", len(todo), client)
         expected = {pid: n for pid, _, n in conn.execute(read_sql("sync/list_expectations.sql"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SEVERITIES = ("critical", "high", "medium", "low", "info")
+from pipelines.vocabulary import ISSUE_STATUSES, SCAN_STATUSES, SEVERITIES
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,6 @@ TARGET = Entity(
     enums={"kind": ("domain", "repository")},
 )
 
-# Scan statuses worth polling again; any other, known (done, failed) or from a newer service, is final.
-UNFINISHED_SCAN_STATUSES = ("queued", "running")
 
 SCAN = Entity(
     "scans",
@@ -61,7 +59,7 @@ SCAN = Entity(
         "finished_at": "TIMESTAMPTZ",
     },
     required=("id", "target_id", "project_id"),
-    enums={"kind": ("quick", "audit", "repository"), "status": ("queued", "running", "done", "failed")},
+    enums={"kind": ("quick", "audit", "repository"), "status": SCAN_STATUSES},
 )
 
 ISSUE = Entity(
@@ -80,7 +78,7 @@ ISSUE = Entity(
                    "compliance", "server", "code"),
         "severity": SEVERITIES,
         "confidence": ("confirmed", "likely", "estimated"),
-        "status": ("open", "fixed", "false_positive", "accepted_risk"),
+        "status": ISSUE_STATUSES,
     },
 )
 

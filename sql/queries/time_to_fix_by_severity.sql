@@ -9,11 +9,12 @@ WITH fixed AS (
     WHERE status = 'fixed' AND fixed_at IS NOT NULL AND first_seen_at IS NOT NULL
 )
 SELECT
-    severity,
+    f.severity,
     count(*) AS fixed_issues,
-    round(avg(days), 2) AS mean_days,
-    round(median(days), 2) AS median_days,
-    round(quantile_cont(days, 0.9), 2) AS p90_days
-FROM fixed
-GROUP BY severity
-ORDER BY list_position(['critical', 'high', 'medium', 'low', 'info'], severity) NULLS LAST, severity;
+    round(avg(f.days), 2) AS mean_days,
+    round(median(f.days), 2) AS median_days,
+    round(quantile_cont(f.days, 0.9), 2) AS p90_days
+FROM fixed AS f
+LEFT JOIN severities AS r ON r.severity = f.severity
+GROUP BY f.severity
+ORDER BY any_value(r.rank) NULLS LAST, f.severity;

@@ -1,7 +1,7 @@
 -- What SecscanNewCriticalIssue pages on: the `critical_arrivals` view (migration 004 says which critical
 -- issues are new, and why a first deployment's backlog is not), bounded for Prometheus.
 --
--- * only arrivals within the critical SLA window ($sla_critical days): after it, SecscanSlaBreached owns it;
+-- * only arrivals within the critical SLA window (`sla_policy`): after it, SecscanSlaBreached owns it;
 -- * at most $critical_new_limit rows per workspace, newest arrivals first; `workspace_arrivals` is the
 --   workspace's full count, so the exporter can say how many were left out;
 -- * only the text a page needs: the title on one line, control characters out (200 characters at most) and the location (300);
@@ -11,7 +11,7 @@ WITH ranked AS (
            row_number() OVER (PARTITION BY workspace_id ORDER BY arrived_at DESC, issue_id) AS rank,
            count(*) OVER (PARTITION BY workspace_id) AS workspace_arrivals
     FROM critical_arrivals
-    WHERE arrived_at >= $now::TIMESTAMPTZ - to_days(CAST($sla_critical AS INTEGER))
+    WHERE arrived_at >= $now::TIMESTAMPTZ - to_days((SELECT days FROM sla_policy WHERE severity = 'critical'))
 )
 SELECT
     workspace_id,

@@ -1,10 +1,10 @@
 -- Project x severity grid: open now, ever detected, oldest open age, SLA breached and due soon.
 -- "Detected" counts every issue ever seen under the severity it was first seen with (from its
 -- opened event when there is one), so the counter never moves down when a severity changes.
--- SLA clocks start at the service's first_seen_at; info issues have no SLA.
-WITH sev(severity, sla_days) AS (
-    VALUES ('critical', $sla_critical::DOUBLE), ('high', $sla_high::DOUBLE),
-           ('medium', $sla_medium::DOUBLE), ('low', $sla_low::DOUBLE), ('info', NULL::DOUBLE)
+-- SLA clocks start at the service's first_seen_at; the policy is `sla_policy` (info issues have none).
+WITH sev AS (
+    SELECT s.severity, p.days::DOUBLE AS sla_days
+    FROM severities s LEFT JOIN sla_policy p ON p.severity = s.severity
 ),
 sevs AS (
     SELECT severity, sla_days FROM sev

@@ -1,10 +1,10 @@
 -- Project x status x severity grid of issues in their current status (unknown statuses included).
 WITH statuses AS (
-    SELECT * FROM (VALUES ('open'), ('fixed'), ('false_positive'), ('accepted_risk')) v(status)
+    SELECT status FROM issue_statuses
     UNION SELECT DISTINCT status FROM issues WHERE status IS NOT NULL
 ),
 sevs AS (
-    SELECT * FROM (VALUES ('critical'), ('high'), ('medium'), ('low'), ('info')) v(severity)
+    SELECT severity FROM severities
     UNION SELECT DISTINCT severity FROM issues WHERE severity IS NOT NULL
 ),
 counts AS (

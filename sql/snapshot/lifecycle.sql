@@ -2,7 +2,7 @@
 -- Every cell of the grid is present, zeros included, so increase() sees the first event of a project.
 -- "fixed" accepts both an explicit fixed event and a status change to fixed.
 WITH sevs AS (
-    SELECT * FROM (VALUES ('critical'), ('high'), ('medium'), ('low'), ('info')) v(severity)
+    SELECT severity FROM severities
     UNION SELECT DISTINCT severity FROM issue_events WHERE severity IS NOT NULL
 ),
 counts AS (
@@ -12,7 +12,7 @@ counts AS (
         count(*) FILTER (WHERE event = 'opened') AS opened,
         count(*) FILTER (WHERE event = 'fixed' OR (event = 'status_changed' AND to_value = 'fixed')) AS fixed,
         count(*) FILTER (WHERE event = 'reopened') AS reopened,
-        count(*) FILTER (WHERE event = 'status_changed' AND to_value IN ('false_positive', 'accepted_risk'))
+        count(*) FILTER (WHERE event = 'status_changed' AND to_value IN (SELECT status FROM issue_statuses WHERE dismissed))
             AS dismissed,
         count(*) FILTER (WHERE event = 'severity_changed') AS severity_changed
     FROM issue_events

@@ -4,8 +4,9 @@ WITH kinds AS (
     UNION SELECT DISTINCT kind FROM scans WHERE kind IS NOT NULL
 ),
 statuses AS (
-    SELECT * FROM (VALUES ('queued'), ('done'), ('failed')) v(status)
-    UNION SELECT DISTINCT status FROM scans WHERE status IS NOT NULL
+    SELECT status, finished FROM scan_statuses
+    UNION SELECT DISTINCT status, false FROM scans
+    WHERE status IS NOT NULL AND status NOT IN (SELECT status FROM scan_statuses)
 ),
 counts AS (
     SELECT project_id, kind, status, count(*) AS n,
@@ -14,7 +15,7 @@ counts AS (
     WHERE id NOT IN (SELECT scan_id FROM scans_gone)  -- a queued scan that vanished is pending no more
     GROUP BY ALL
 )
-SELECT p.workspace_id, p.id AS project_id, coalesce(p.name, p.id) AS project, k.kind, s.status,
+SELECT p.workspace_id, p.id AS project_id, coalesce(p.name, p.id) AS project, k.kind, s.status, s.finished,
        coalesce(c.n, 0) AS scans,
        coalesce(c.audit_fallback, 0) AS audit_fallback
 FROM projects p

@@ -2,7 +2,7 @@
 WITH last_scan AS (
     SELECT target_id, status, coverage, kind
     FROM scans
-    WHERE status IN ('done', 'failed')
+    WHERE status IN (SELECT status FROM scan_statuses WHERE finished)
     QUALIFY row_number() OVER (
         PARTITION BY target_id ORDER BY coalesce(finished_at, created_at) DESC, id DESC) = 1
 ),

@@ -1,7 +1,7 @@
 -- Project x severity histogram of time to fix (fixed_at - first_seen_at, in seconds) over fixed issues.
 -- buckets[i] is the cumulative count at or below $ttf_buckets[i]; count is the +Inf bucket.
 WITH sevs AS (
-    SELECT * FROM (VALUES ('critical'), ('high'), ('medium'), ('low'), ('info')) v(severity)
+    SELECT severity FROM severities
     UNION SELECT DISTINCT severity FROM issues WHERE severity IS NOT NULL
 ),
 fixed AS (

@@ -5,7 +5,8 @@ SELECT s.id, s.project_id
 FROM scans s
 LEFT JOIN projects p ON p.id = s.project_id
 LEFT JOIN targets t ON t.id = s.target_id
-WHERE s.status IN ('queued', 'running')
+JOIN scan_statuses AS k ON k.status = s.status AND NOT k.finished
+WHERE true
   AND ($workspace_id IS NULL OR s.workspace_id = $workspace_id)
   AND s.id NOT IN (SELECT scan_id FROM scans_gone)
   AND p.removed_at IS NULL AND t.removed_at IS NULL  -- settled without a request (merge/scans_gone.sql)

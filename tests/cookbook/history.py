@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from pipelines import sqlfiles
+from pipelines.storage import migrate
 
 WS = "ws-1"
 MIDNIGHT = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -124,8 +124,7 @@ def build(path: Path) -> dt.datetime:
     """Create the schema from the migrations, as the pipeline does, then write the history above."""
     con = duckdb.connect(str(path))
     try:
-        for migration in sorted((sqlfiles.sql_dir() / "migrations").glob("*.sql")):
-            con.execute(migration.read_text(encoding="utf-8"))
+        migrate(con)
         seen = at(-40)
         _insert(
             con,

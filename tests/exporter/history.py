@@ -11,6 +11,8 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines.storage import migrate
+
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 DAY = 86400.0
@@ -18,8 +20,7 @@ DAY = 86400.0
 
 def fresh_db(path: Path | str = ":memory:") -> duckdb.DuckDBPyConnection:
     conn = duckdb.connect(str(path))
-    for migration in sorted((ROOT / "sql" / "migrations").glob("*.sql")):
-        conn.execute(migration.read_text())
+    migrate(conn)
     return conn
 
 

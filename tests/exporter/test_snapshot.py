@@ -239,13 +239,17 @@ def test_readers_never_see_a_partial_file(snapshot, tmp_path):
     assert os.stat(path).st_mode & 0o777 == 0o644
 
 
-def test_sla_days_from_env():
-    from pipelines.snapshot import sla_days_from_env
+def test_sla_policy_from_env_then_config():
+    from pipelines.vocabulary import sla_policy
 
-    assert sla_days_from_env({}) == {"critical": 7, "high": 30, "medium": 90, "low": 180}
-    assert sla_days_from_env({"SCANWATCH_SLA_DAYS": "critical=3, low=365"})["critical"] == 3
+    assert sla_policy({}) == {"critical": 7, "high": 30, "medium": 90, "low": 180}
+    assert sla_policy({"SCANWATCH_SLA_DAYS": "critical=3, low=365"})["critical"] == 3
+    assert sla_policy({"SCANWATCH_SLA_DAYS": "critical=3"}, {"critical": 2, "high": 10}) == {
+        "critical": 2, "high": 10, "medium": 90, "low": 180}
     with pytest.raises(ValueError, match="SCANWATCH_SLA_DAYS"):
-        sla_days_from_env({"SCANWATCH_SLA_DAYS": "urgent=1"})
+        sla_policy({"SCANWATCH_SLA_DAYS": "urgent=1"})
+    with pytest.raises(ValueError, match="sla_days"):
+        sla_policy({}, {"info": 5})
 
 
 def test_open_issues_agree_with_the_cookbook(snapshot, history_conn):

@@ -84,7 +84,6 @@ def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path):
         ref_sim.run_round()
         assert sync_in_process(ref_sim, ref).success
     with serve_simulator(_config()) as sim:
-        real = storage_db._migrations
         _sync_as_version_1(sim, old, tmp_path)
         with duckdb.connect(str(old)) as conn:
             assert schema_version(conn) == 1
@@ -95,7 +94,7 @@ def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path):
 
         conn = connect(old)  # the current code opens it: the upgrade
         try:
-            assert schema_version(conn) == max(v for v, _ in real())
+            assert schema_version(conn) == max(v for v, _ in storage_db._migrations())
             assert migrate(conn) == []  # nothing left to apply the second time
         finally:
             conn.close()
@@ -127,7 +126,6 @@ def test_a_sync_killed_while_it_upgrades_the_history_leaves_version_1_whole_and_
     """The upgrade runs in one transaction: SIGKILL before its commit leaves the old schema and every row."""
     db = tmp_path / "old.duckdb"
     with serve_simulator(_config()) as sim:
-        real = storage_db._migrations
         _sync_as_version_1(sim, db, tmp_path)
         v1 = _columns(db)
         before = _everything(db, v1)
@@ -141,4 +139,4 @@ def test_a_sync_killed_while_it_upgrades_the_history_leaves_version_1_whole_and_
         assert _everything(db, v1) == before
         assert sync_in_process(sim, db).success
         with duckdb.connect(str(db)) as conn:
-            assert schema_version(conn) == max(v for v, _ in real())
+            assert schema_version(conn) == max(v for v, _ in storage_db._migrations())

@@ -1,0 +1,50 @@
+"""The service's words scanwatch reasons with, and the SLA policy: the one definition everything reads.
+
+Python code imports these names. SQL reads the same values from the reference tables `severities`,
+`issue_statuses`, `scan_statuses` and `sla_policy` (created by a migration; `storage.write_vocabulary`
+rewrites the first three whenever the history is opened for writing, and every metrics snapshot writes
+the policy it was computed with into `sla_policy`). So the cookbook, `/metrics` and the alert built on it
+always count SLA breaches the same way. The exporter reads only the snapshot, which carries the result.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+# Worst first: the order of every listing by severity.
+SEVERITIES: tuple[str, ...] = ("critical", "high", "medium", "low", "info")
+ISSUE_STATUSES: tuple[str, ...] = ("open", "fixed", "false_positive", "accepted_risk")
+# Marked by a person: the issue is still found but leaves the open count and the score's open work.
+DISMISSED_STATUSES: tuple[str, ...] = ("false_positive", "accepted_risk")
+# The contract lists queued, done and failed; running is accepted too (a service may show it).
+SCAN_STATUSES: tuple[str, ...] = ("queued", "running", "done", "failed")
+FINISHED_SCAN_STATUSES: tuple[str, ...] = ("done", "failed")
+# Worth polling again; a status from a newer service is neither, so it is stored and never polled forever.
+UNFINISHED_SCAN_STATUSES: tuple[str, ...] = tuple(s for s in SCAN_STATUSES if s not in FINISHED_SCAN_STATUSES)
+
+# Days an open issue may stay open, from the service's first_seen_at; info issues have none.
+DEFAULT_SLA_DAYS: dict[str, int] = {"critical": 7, "high": 30, "medium": 90, "low": 180}
+SLA_DAYS_VARIABLE = "SCANWATCH_SLA_DAYS"
+
+
+def sla_policy(env: Mapping[str, str] | None = None, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
+    """The SLA in days per severity: the defaults, then `SCANWATCH_SLA_DAYS` ("critical=3,high=14"), then
+    `overrides` (the snapshot asset's config). A malformed value is one error naming the variable."""
+    env = os.environ if env is None else env
+    sla = dict(DEFAULT_SLA_DAYS)
+    text = (env.get(SLA_DAYS_VARIABLE) or "").strip()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, _, value = part.partition("=")
+        key = key.strip().lower()
+        if key not in sla or not value.strip().isdigit() or int(value) <= 0:
+            raise ValueError(
+                f"{SLA_DAYS_VARIABLE}: {part!r} is not severity=days with severity in {', '.join(sla)} "
+                "and days a positive integer"
+            )
+        sla[key] = int(value)
+    for key, days in (overrides or {}).items():
+        if key not in sla or int(days) <= 0:
+            raise ValueError(f"sla_days: {key}={days} is not a severity in {', '.join(sla)} with positive days")
+        sla[key] = int(days)
+    return sla

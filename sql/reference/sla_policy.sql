@@ -1,0 +1,4 @@
+-- The SLA policy a metrics snapshot is computed with, so the cookbook's sla_breaches counts the same way.
+DELETE FROM sla_policy;
+INSERT INTO sla_policy
+SELECT unnest($severities), unnest($days);

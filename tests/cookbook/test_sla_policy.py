@@ -1,0 +1,48 @@
+"""One SLA policy: with `SCANWATCH_SLA_DAYS` set, the cookbook's `sla_breaches` counts what `/metrics`
+(`secscan_issues_sla_breached`, which `SecscanSlaBreached` fires on) counts."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from exporters.snapshot_format import parse_snapshot
+from pipelines import sqlfiles
+from pipelines.assets.metrics import refresh_snapshot
+from pipelines.commands.sql import execute_read_only
+from pipelines.storage import connect
+
+
+def _breaches(db: Path, snapshot: Path) -> tuple[Counter, Counter]:
+    """Open issues past their SLA by severity: as the cookbook lists them, and as the snapshot counts them."""
+    columns, rows = execute_read_only(db, sqlfiles.cookbook()["sla_breaches"].sql)
+    listed = Counter(row[columns.index("severity")] for row in rows)
+    counted: Counter = Counter()
+    for row in parse_snapshot(snapshot.read_bytes())["tables"]["issue_severity"]:
+        counted[row["severity"]] += row["sla_breached"] or 0
+    return +listed, +counted
+
+
+def _sync_snapshot(history_db: Path, tmp_path: Path, name: str) -> tuple[Path, Path]:
+    db = tmp_path / f"{name}.duckdb"
+    shutil.copy(history_db, db)
+    conn = connect(db)
+    try:
+        refresh_snapshot(conn, path=tmp_path / f"{name}.json", now=datetime.now(UTC))
+    finally:
+        conn.close()
+    return db, tmp_path / f"{name}.json"
+
+
+def test_sla_breaches_follows_scanwatch_sla_days_like_the_metrics(
+        history_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    default = _breaches(*_sync_snapshot(history_db, tmp_path, "default"))
+    monkeypatch.setenv("SCANWATCH_SLA_DAYS", "critical=1,high=1,medium=1,low=1")
+    listed, counted = _breaches(*_sync_snapshot(history_db, tmp_path, "strict"))
+    assert listed == counted
+    assert sum(listed.values()) > sum(default[0].values()), "the stricter policy must find more breaches"
+    assert default[0] == default[1]
