@@ -3,34 +3,25 @@
 import dagster as dg
 
 from pipelines.resources import HistoryResource
+from pipelines.sqlfiles import read_sql
 
-# name -> (asset, description, SQL counting offending rows)
-_CHECKS: dict[str, tuple[str, str, str]] = {
-    "issue_ids_unique": ("issues", "One row per issue id.",
-                         "SELECT count(*) - count(DISTINCT id) FROM issues"),
-    "scan_ids_unique": ("scans", "One row per scan id.", "SELECT count(*) - count(DISTINCT id) FROM scans"),
-    "fixed_exactly_when_fixed_at": (
-        "issues", "An issue is `fixed` exactly when `fixed_at` is set.",
-        "SELECT count(*) FROM issues WHERE (status = 'fixed') <> (fixed_at IS NOT NULL)"),
-    "last_seen_not_before_first_seen": (
-        "issues", "`last_seen_at >= first_seen_at` for every issue.",
-        "SELECT count(*) FROM issues WHERE last_seen_at < first_seen_at"),
-    "issue_targets_exist": (
-        "issues", "Every issue's target is in `targets`.",
-        "SELECT count(*) FROM issues i LEFT JOIN targets t ON t.id = i.target_id WHERE t.id IS NULL"),
+# name -> (asset, description); the SQL counting offending rows is sql/checks/NAME.sql.
+_CHECKS: dict[str, tuple[str, str]] = {
+    "issue_ids_unique": ("issues", "One row per issue id."),
+    "scan_ids_unique": ("scans", "One row per scan id."),
+    "fixed_exactly_when_fixed_at": ("issues", "An issue is `fixed` exactly when `fixed_at` is set."),
+    "last_seen_not_before_first_seen": ("issues", "`last_seen_at >= first_seen_at` for every issue."),
+    "issue_targets_exist": ("issues", "Every issue's target is in `targets`."),
     "no_issues_of_unverified_targets": (
-        "issues", "No issue row was read while its target was unproved (the service hides those issues).",
-        "SELECT count(*) FROM issues i JOIN targets t ON t.id = i.target_id "
-        "WHERE t.kind = 'domain' AND NOT t.verified AND t.removed_at IS NULL "
-        "AND i.last_observed_at >= t.last_observed_at"),
+        "issues", "No issue row was read while its target was unproved (the service hides those issues)."),
 }
 
 
-def _make(name: str, asset: str, description: str, sql: str) -> dg.AssetChecksDefinition:
+def _make(name: str, asset: str, description: str) -> dg.AssetChecksDefinition:
     @dg.asset_check(asset=asset, name=name, description=description, blocking=False, pool="duckdb")
     def _check(history: HistoryResource) -> dg.AssetCheckResult:
         with history.get_connection() as conn:
-            bad = conn.execute(sql).fetchall()[0][0] or 0
+            bad = conn.execute(read_sql(f"checks/{name}.sql")).fetchall()[0][0] or 0
         return dg.AssetCheckResult(passed=bad == 0, metadata={"offending_rows": bad})
 
     return _check

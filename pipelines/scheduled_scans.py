@@ -12,6 +12,7 @@ import dagster as dg
 
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
+from pipelines.sqlfiles import read_sql
 from pipelines.storage import merge_scans
 from pipelines.vocabulary import UNFINISHED_SCAN_STATUSES
 
@@ -58,7 +59,7 @@ def start_and_wait_for_scans(
                 if s.get("status") in UNFINISHED_SCAN_STATUSES:
                     scans[sid] = client.get_scan(sid)
     with history.get_connection() as conn:
-        projects = dict(conn.execute("SELECT id, project_id FROM targets").fetchall())
+        projects = dict(conn.execute(read_sql("sync/target_projects.sql")).fetchall())
         workspace = (account.get("workspace") or {}).get("id")
         rows = [dict(s, project_id=projects.get(s.get("target_id"))) for s in scans.values()]
         merge_scans(conn, workspace, [r for r in rows if r["project_id"]], now=datetime.now(UTC))

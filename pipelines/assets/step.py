@@ -18,6 +18,7 @@ from pipelines import milestones
 from pipelines.api import ScanningClient
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
+from pipelines.sqlfiles import read_sql
 from pipelines.storage import MergeResult, record_sync_run
 
 
@@ -73,7 +74,7 @@ class Progress:
 
 
 def current_workspace(conn: duckdb.DuckDBPyConnection) -> str | None:
-    rows = conn.execute("SELECT workspace_id FROM accounts ORDER BY last_observed_at DESC LIMIT 1").fetchall()
+    rows = conn.execute(read_sql("sync/current_workspace.sql")).fetchall()
     return rows[0][0] if rows else None
 
 

@@ -33,20 +33,14 @@ def _migrations() -> list[tuple[int, str]]:
 
 
 def schema_version(conn: duckdb.DuckDBPyConnection) -> int:
-    exists = conn.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
-    ).fetchall()[0][0]
-    if not exists:
+    if not _has_table(conn, "schema_migrations"):
         return 0
-    return conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchall()[0][0]
+    return conn.execute(read_sql("storage/schema_version.sql")).fetchall()[0][0]
 
 
 def migrate(conn: duckdb.DuckDBPyConnection, *, target: int | None = None) -> list[int]:
     """Apply the migrations this history lacks (up to `target`); returns the versions applied."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR, "
-        "applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
-    )
+    conn.execute(read_sql("storage/schema_migrations.sql"))
     current = schema_version(conn)
     applied = []
     for version, name in _migrations():
@@ -55,7 +49,7 @@ def migrate(conn: duckdb.DuckDBPyConnection, *, target: int | None = None) -> li
         conn.execute("BEGIN TRANSACTION")
         try:
             conn.execute(read_sql(f"migrations/{name}"))
-            conn.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [version, name])
+            conn.execute(read_sql("storage/record_migration.sql"), {"version": version, "name": name})
             milestones.reached("migrate.before_commit")
             conn.execute("COMMIT")
         except Exception:
@@ -68,8 +62,7 @@ def migrate(conn: duckdb.DuckDBPyConnection, *, target: int | None = None) -> li
 
 
 def _has_table(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
-                             [name]).fetchall()[0][0])
+    return bool(conn.execute(read_sql("storage/table_exists.sql"), {"name": name}).fetchall()[0][0])
 
 
 def connect(path: str | Path, *, wait_seconds: float = 30.0) -> duckdb.DuckDBPyConnection:

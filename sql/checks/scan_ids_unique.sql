@@ -1,0 +1,2 @@
+-- Scan ids that appear on more than one row.
+SELECT count(*) - count(DISTINCT id) FROM scans;
