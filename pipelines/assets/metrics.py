@@ -45,17 +45,16 @@ def metrics_snapshot(
 ) -> dg.MaterializeResult:
     """Aggregates of the whole history, computed in DuckDB and written atomically as one JSON file. The
     exporter serves this file, never the database, so a scrape never waits for a sync and never takes
-    DuckDB's lock. Its own success is recorded first, so the snapshot carries this sync's health.
+    DuckDB's lock. Its run is recorded once the file is in place (a write that fails is recorded as a
+    failure): the file carries this sync's other assets and this asset's previous run.
 
     At the end of a workspace's first sync it also reconstructs the days before it from the scans and issues
     just read (`scanwatch backfill`), so the history starts with the past the service already held."""
     with sync_step(context, "metrics_snapshot", history, None) as step:
-        pass
-    with history.get_connection() as conn:
-        rebuilt = reconstruct(conn, now=step.now, only_new=True)
+        rebuilt = reconstruct(step.conn, now=step.now, only_new=True)
         for result in rebuilt:
             context.log.info("reconstructed the past of %s", result.describe())
-        path = refresh_snapshot(conn, path=Path(config.path) if config.path else None, now=step.now,
+        path = refresh_snapshot(step.conn, path=Path(config.path) if config.path else None, now=step.now,
                                 sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
                                 critical_new_limit=config.critical_new_limit)
     return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path)),
