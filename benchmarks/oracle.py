@@ -1,7 +1,8 @@
 """An independent reader of the service: plain httpx, no scanwatch code, every page of every list.
 
-It defines the floor the request figures are judged against: 1 account + the project pages + per project
-its scan pages and issue pages at `limit=100`, an empty list counting one page.
+The one oracle of the benchmarks and the tests: what the service shows, read without scanwatch, to compare
+the history with. It also defines the floor the request figures are judged against: 1 account + the project
+pages + per project its scan pages and issue pages at `limit=100`, an empty list counting one page.
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ class WorldState:
     def all_issues(self) -> list[dict[str, Any]]:
         return [i for rows in self.issues.values() for i in rows]
 
+    def issues_by_id(self) -> dict[str, dict[str, Any]]:
+        return {i["id"]: i for i in self.all_issues()}
+
+    def scans_by_id(self) -> dict[str, dict[str, Any]]:
+        return {s["id"]: s for rows in self.scans.values() for s in rows}
+
 
 class Oracle:
     def __init__(self, base_url: str, api_key: str) -> None:
@@ -46,13 +53,17 @@ class Oracle:
             time.sleep(float(r.headers.get("retry-after", "1")))
         raise RuntimeError(f"{path} stayed rate limited")
 
-    def walk(self, path: str) -> tuple[list[dict[str, Any]], int]:
+    def walk(self, path: str, **params: Any) -> list[dict[str, Any]]:
+        """Every item of a list."""
+        return self.walk_pages(path, **params)[0]
+
+    def walk_pages(self, path: str, **params: Any) -> tuple[list[dict[str, Any]], int]:
         """Every item of a list and the number of pages it took."""
         items: list[dict[str, Any]] = []
         cursor, pages = None, 0
         while True:
-            params: dict[str, Any] = {"limit": 100, **({"starting_after": cursor} if cursor else {})}
-            body = self.get(path, params)
+            query: dict[str, Any] = {"limit": 100, **params, **({"starting_after": cursor} if cursor else {})}
+            body = self.get(path, query)
             pages += 1
             items += body["data"]
             if not body["has_more"]:
@@ -60,12 +71,12 @@ class Oracle:
             cursor = body["data"][-1]["id"]
 
     def state(self) -> WorldState:
-        projects, pages = self.walk("/projects")
+        projects, pages = self.walk_pages("/projects")
         state = WorldState(projects=projects, scans={}, issues={}, pages={"projects": pages})
         for p in projects:
             pid = p["id"]
-            state.scans[pid], state.pages[f"scans:{pid}"] = self.walk(f"/projects/{pid}/scans")
-            state.issues[pid], state.pages[f"issues:{pid}"] = self.walk(f"/projects/{pid}/issues")
+            state.scans[pid], state.pages[f"scans:{pid}"] = self.walk_pages(f"/projects/{pid}/scans")
+            state.issues[pid], state.pages[f"issues:{pid}"] = self.walk_pages(f"/projects/{pid}/issues")
         return state
 
     def start_one_scan(self, projects: list[dict[str, Any]]) -> tuple[str, str] | None:

@@ -40,7 +40,7 @@ def measure(scale: str, seed: int, workdir: Path) -> RequestFigures:
             project_id, scan_id = started
             sim.advance(SCAN_DONE_AFTER)
             one = sync_in_process(sim, db)
-            _, issue_pages = oracle.walk(f"/projects/{project_id}/issues")
+            _, issue_pages = oracle.walk_pages(f"/projects/{project_id}/issues")
         finally:
             oracle.close()
     for run in (first, unchanged, full, one):

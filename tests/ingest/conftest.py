@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
-import httpx
 import pytest
 
+from benchmarks.oracle import Oracle  # the one independent reader, shared with the benchmarks
 from simulator.testing import SimConfig, serve_simulator
+
+__all__ = ["Oracle", "query", "requests_of", "run_sync"]
 
 
 @pytest.fixture
@@ -46,35 +47,3 @@ def query(db: Path, sql: str) -> list[tuple]:
         return conn.execute(sql).fetchall()
 
 
-class Oracle:
-    """An independent reader: plain httpx, no scanwatch code, every page of every list."""
-
-    def __init__(self, base_url: str, key: str):
-        self.http = httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
-        self.pages = 0
-
-    def walk(self, path: str, **params) -> list[dict]:
-        out, cursor = [], None
-        while True:
-            q = {"limit": 100, **params, **({"starting_after": cursor} if cursor else {})}
-            body = self.http.get(path, params=q).raise_for_status().json()
-            self.pages += 1
-            out += body["data"]
-            if not body["has_more"]:
-                return out
-            cursor = body["data"][-1]["id"]
-
-    def state(self) -> dict:
-        projects = self.walk("/projects")
-        issues = {i["id"]: i for p in projects for i in self.walk(f"/projects/{p['id']}/issues")}
-        scans = {s["id"]: s for p in projects for s in self.walk(f"/projects/{p['id']}/scans")}
-        return {"projects": projects, "issues": issues, "scans": scans}
-
-    def minimum_requests(self) -> int:
-        """1 account + project pages + per project its scan pages and issue pages (an empty list is one)."""
-        projects = self.walk("/projects")
-        n = 1 + max(1, math.ceil(len(projects) / 100))
-        for p in projects:
-            n += max(1, math.ceil(len(self.walk(f"/projects/{p['id']}/scans")) / 100))
-            n += max(1, math.ceil(len(self.walk(f"/projects/{p['id']}/issues")) / 100))
-        return n

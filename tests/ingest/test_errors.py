@@ -46,7 +46,7 @@ def test_list_that_changes_while_paged_is_read_without_duplicates_and_caught_up_
     assert run_sync().success
     state = Oracle(sim.base_url, sim.api_key).state()
     rows = dict(query(env, "SELECT id, status FROM issues"))
-    assert {i: rows.get(i) for i in state["issues"]} == {i: s["status"] for i, s in state["issues"].items()}
+    assert {i: rows.get(i) for i in state.issues_by_id()} == {i: s["status"] for i, s in state.issues_by_id().items()}
 
 
 def test_unknown_enum_values_are_stored_and_warned_about(sim, env):

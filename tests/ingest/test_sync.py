@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from tests.ingest.conftest import Oracle, query, requests_of, run_sync
@@ -16,9 +17,9 @@ def _issue_rows(db) -> dict:
     return {r[0]: r[1:] for r in rows}
 
 
-def _expected_issue_rows(state: dict) -> dict:
+def _expected_issue_rows(issues: Iterable[dict]) -> dict:
     return {i["id"]: (i["status"], i["severity"], _ts(i["fixed_at"]), _ts(i["last_seen_at"]), i["target_id"])
-            for i in state["issues"].values()}
+            for i in issues}
 
 
 def test_first_sync_holds_what_the_service_shows_at_the_minimum_cost(sim, env):
@@ -26,18 +27,18 @@ def test_first_sync_holds_what_the_service_shows_at_the_minimum_cost(sim, env):
     outcome = run_sync()
     assert outcome.success, outcome.error
     state = oracle.state()
-    assert _issue_rows(env) == _expected_issue_rows(state)
-    assert {r[0] for r in query(env, "SELECT id FROM scans")} == set(state["scans"])
-    assert sorted(r[0] for r in query(env, "SELECT id FROM projects")) == sorted(p["id"] for p in state["projects"])
+    assert _issue_rows(env) == _expected_issue_rows(state.all_issues())
+    assert {r[0] for r in query(env, "SELECT id FROM scans")} == set(state.scans_by_id())
+    assert sorted(r[0] for r in query(env, "SELECT id FROM projects")) == sorted(p["id"] for p in state.projects)
     targets = {t["id"]: (t["verified"], t["score"], t["hidden_issues"])
-               for p in state["projects"] for t in p["targets"]}
+               for p in state.projects for t in p["targets"]}
     assert {r[0]: r[1:] for r in query(env, "SELECT id, verified, score, hidden_issues FROM targets")} == targets
     assert sorted(r[0] for r in query(env, "SELECT quota FROM quota_snapshots")) == ["audits", "fixes", "quick_scans"]
     # Every issue first seen by this sync has exactly one 'opened' event and nothing else.
     assert query(env, "SELECT count(*), count(DISTINCT issue_id) FROM issue_events WHERE event = 'opened'")[0] == (
-        len(state["issues"]), len(state["issues"]))
+        len(state.all_issues()), len(state.all_issues()))
     assert query(env, "SELECT count(*) FROM issue_events WHERE event <> 'opened'")[0][0] == 0
-    assert requests_of(outcome) == oracle.minimum_requests()
+    assert requests_of(outcome) == state.minimum_requests
 
 
 def test_unchanged_resync_costs_account_and_projects_and_writes_no_event(sim, env):
@@ -74,21 +75,21 @@ def _expected_events(old: dict, new: dict) -> set[tuple]:
 def test_world_advance_and_marks_become_exact_events(sim, env):
     oracle = Oracle(sim.base_url, sim.api_key)
     assert run_sync().success
-    old = oracle.state()["issues"]
+    old = oracle.state().issues_by_id()
     first_sync_at = query(env, "SELECT max(observed_at) FROM issue_events")[0][0]
 
     summary = sim.run_round()
     assert summary["new"] and summary["fixed"] and summary["reopened"] and summary["severity_changed"]
     # Marks through the API: a false positive, an accepted risk, and a mark that is undone.
-    open_now = [i for i in oracle.state()["issues"].values() if i["status"] == "open"]
+    open_now = [i for i in oracle.state().all_issues() if i["status"] == "open"]
     reason = {"reason": "handled by the WAF in front of this site"}
     for issue, status in zip(open_now[:3], ["false_positive", "accepted_risk", "false_positive"], strict=True):
         oracle.http.patch(f"/issues/{issue['id']}", json={"status": status, **reason}).raise_for_status()
     assert run_sync().success
-    mid = oracle.state()["issues"]
+    mid = oracle.state().issues_by_id()
     oracle.http.patch(f"/issues/{open_now[2]['id']}", json={"status": "open"}).raise_for_status()
     assert run_sync(full_reconcile=True).success
-    new = oracle.state()["issues"]
+    new = oracle.state().issues_by_id()
 
     got_mid = set(query(env, f"SELECT issue_id, event, from_value, to_value FROM issue_events "
                              f"WHERE observed_at > '{first_sync_at}' AND observed_at < (SELECT max(observed_at) "
@@ -98,7 +99,7 @@ def test_world_advance_and_marks_become_exact_events(sim, env):
     assert got_mid == _expected_events(old, mid)
     assert {e[1] for e in got_mid} >= {"opened", "status_changed", "reopened", "severity_changed"}
     assert got_last == _expected_events(mid, new) == {(open_now[2]["id"], "status_changed", "false_positive", "open")}
-    assert _issue_rows(env) == _expected_issue_rows({"issues": new})
+    assert _issue_rows(env) == _expected_issue_rows(new.values())
     marked = query(env, f"SELECT status, status_reason, marked_by FROM issues WHERE id = '{open_now[1]['id']}'")[0]
     assert marked[0] == "accepted_risk" and marked[1] == reason["reason"] and marked[2]
     # first_observed_at never moves; last_observed_at does.

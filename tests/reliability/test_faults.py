@@ -158,9 +158,9 @@ def test_lists_changing_while_paged_are_caught_up_to_the_world_after(seed, mode,
         figures["faults: divergences"] += 1
     assert not problems, problems
     assert not fresh_scans - got_scans, sorted(fresh_scans - got_scans)[:3]
-    assert {r[0] for r in got["issues"]} == set(walked["issues"])
-    assert {r[0] for r in got["projects"]} == {p["id"] for p in walked["projects"]}
-    assert {r[0] for r in fresh_scans} == set(walked["scans"])
+    assert {r[0] for r in got["issues"]} == set(walked.issues_by_id())
+    assert {r[0] for r in got["projects"]} == {p["id"] for p in walked.projects}
+    assert {r[0] for r in fresh_scans} == set(walked.scans_by_id())
     if got_scans - fresh_scans:
         notes.append(f"seed {seed} {mode}: {len(got_scans - fresh_scans)} scan(s) seen before the service "
                      "dropped them, kept")
@@ -174,7 +174,7 @@ def test_values_from_a_newer_service_are_stored_as_sent_and_everything_else_matc
     with serve_simulator(_config(seed)) as sim:
         sim.set_faults(future_enum_rate=0.3, error_rate=0.05)
         outcome = sync_in_process(sim, db)
-        shown = {i["id"]: i for i in Oracle(sim.base_url, sim.api_key).state()["issues"].values()}
+        shown = Oracle(sim.base_url, sim.api_key).state().issues_by_id()
     figures["faults: syncs with unknown enum values"] += 1
     assert outcome.success, _root_cause(outcome.error)
     got = dump(db)

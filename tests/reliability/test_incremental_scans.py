@@ -19,7 +19,7 @@ def test_a_scan_created_in_the_same_instant_as_a_known_one_is_not_lost(tmp_path)
         sim.clear_faults()
         sim.advance(3600)  # they finish: their projects move, so the next sync reads their scan lists
         assert sync_in_process(sim, db).success
-        shown = Oracle(sim.base_url, sim.api_key).state()["scans"]
+        shown = Oracle(sim.base_url, sim.api_key).state().scans_by_id()
     stored = {r[0]: r[1] for r in query_rows(db, "SELECT id, status FROM scans")}
     missing = sorted(set(shown) - set(stored))
     assert not missing, f"{len(missing)} scan(s) the service shows were never stored: {missing[:3]}"
