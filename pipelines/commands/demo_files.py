@@ -16,6 +16,9 @@ from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _MARKER = ".scanwatch-demo"
+# The Dagster code location's name, as `[tool.dagster] code_location_name` in pyproject.toml says for
+# `dagster dev` in a checkout; the demo's workspace file gives it the same name.
+CODE_LOCATION = "scanwatch"
 _RULE_FILE = re.compile(r"^groups:", re.MULTILINE)
 
 
@@ -76,7 +79,17 @@ def prepare(root: Path) -> DemoDirs:
         raise DemoSetupError("dagster.yaml not found beside the pipelines package (checkout) nor as "
                              "pipelines/_dagster.yaml (wheel); reinstall scanwatch")
     shutil.copyfile(dagster_yaml, dirs.dagster_home / "dagster.yaml")
+    write_workspace(dirs)
     return dirs
+
+
+def write_workspace(dirs: DemoDirs) -> Path:
+    """A Dagster workspace file loading the code location under its name (`dagster dev -m` would call it
+    `pipelines.definitions`)."""
+    path = dirs.root / "workspace.yaml"
+    path.write_text("load_from:\n  - python_module:\n      module_name: pipelines.definitions\n"
+                    f"      location_name: {CODE_LOCATION}\n")
+    return path
 
 
 def rule_files() -> list[Path]:

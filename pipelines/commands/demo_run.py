@@ -10,11 +10,13 @@ import argparse
 import contextlib
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +32,9 @@ from pipelines.settings import mask_key
 
 DEMO_REFRESH_CRON = "*/2 * * * *"
 DEMO_SCANS_CRON = "*/5 * * * *"
+# Scans last a minute: the scan the demo requests at start is still queued when the first sync reads it, so
+# the scan-finished sensor has something to see finish once Dagster is up.
+DEMO_SCAN_SECONDS = 60
 _BASE_URL = re.compile(r"https?://[^\s'\"<>]+/v1\b")
 _API_KEY = re.compile(r"\b(?:rst|rat)_[0-9A-Za-z]{8,}")
 
@@ -153,6 +158,7 @@ class Demo:
             if not a.no_dagster and not dagster and (sync_done or instance_initialised(dirs.dagster_home)):
                 dagster.append(self._start_dagster(dirs, env))
 
+        self._request_a_scan(base_url, api_key)
         if not self._first_sync(env, start_dagster_when_ready):
             return 1
         start_dagster_when_ready(True)
@@ -178,13 +184,14 @@ class Demo:
         # stays importable from there through PYTHONPATH even when scanwatch runs from an uninstalled checkout.
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(env, PYTHONPATH=os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p))
-        return self._start("dagster", [self.python, "-m", "dagster", "dev", "-m", "pipelines.definitions",
+        return self._start("dagster", [self.python, "-m", "dagster", "dev", "-w", "workspace.yaml",
                                        "-p", str(self.args.dagster_port), "-h", "127.0.0.1"], env, cwd=dirs.root)
 
     def _simulator(self, dirs: DemoDirs) -> tuple[str, str]:
         a = self.args
         argv = [self.python, "-m", "pipelines.cli", "simulator", "--host", "127.0.0.1", "--port", str(a.simulator_port),
-                "--seed", str(a.seed), "--scale", "small", "--clock", "real", "--control"]
+                "--seed", str(a.seed), "--scale", "small", "--clock", "real", "--control",
+                "--scan-seconds", f"{DEMO_SCAN_SECONDS:g}"]
         if a.autopilot and a.autopilot > 0:
             argv += ["--autopilot", f"{a.autopilot:g}"]
         # The simulator needs none of the caller's SCANWATCH_* settings, least of all a real workspace's key.
@@ -288,16 +295,43 @@ class Demo:
             say(f"  Dagster UI         {dagster_url}/asset-groups   the asset graph: each asset and its checks")
             say(f"                     {dagster_url}/runs           the first sync, then a refresh every 2 min")
             say(f"                     {dagster_url}/automation     schedules (2 and 5 min) and the scan sensor")
+            say("                     the sensor's runs carry the tag scanwatch/trigger=scan_finished")
         say(f"  metrics            {metrics_url}   secscan_project_score, secscan_issues_open, quotas")
         if prometheus_url:
-            say(f"  Prometheus         {prometheus_url}/graph?g0.expr=sum+by+(severity)+(secscan_issues_open)")
-            say(f"                     alerts: {prometheus_url}/alerts   scrape target: {prometheus_url}/targets")
-        db = dirs.db.relative_to(Path.cwd()) if dirs.db.is_relative_to(Path.cwd()) else dirs.db
-        say(f"  SQL cookbook       SCANWATCH_DB={db} scanwatch sql   (lists the queries; run one by name)")
+            # The classic UI's paths: Debian's Prometheus 2.42 serves only those (and upstream 2.x serves both).
+            expr = urllib.parse.quote("sum by (severity) (secscan_issues_open)")
+            say(f"  Prometheus         {prometheus_url}/classic/graph?g0.expr={expr}&g0.tab=0")
+            say(f"                     alerts: {prometheus_url}/classic/alerts   "
+                f"scrape target: {prometheus_url}/classic/targets")
+        say(f"  SQL cookbook       {self.sql_command(dirs)}   (lists the queries; run one by name)")
         if self.args.autopilot:
             say(f"The simulator starts a round of scans every {self.args.autopilot:g} s, so scores and issues move.")
         duration = self.args.duration
         say("Ctrl-C to stop." if duration is None else f"Stopping in {duration:g} s (Ctrl-C sooner).")
+
+    def _request_a_scan(self, base_url: str, api_key: str) -> None:
+        """Start one quick scan of a proved site before the first sync, as a user would from the application:
+        the sync records it queued, and Dagster's scan-finished sensor refreshes its project once it is done."""
+        import httpx
+
+        headers = {"Authorization": f"Bearer {api_key}"}
+        try:
+            with httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers, timeout=10) as http:
+                projects = http.get("projects", params={"limit": 100}).raise_for_status().json()["data"]
+                site = next(t for p in projects if not p.get("paused") for t in p.get("targets") or []
+                            if t.get("kind") == "domain" and t.get("verified"))
+                http.post(f"targets/{site['id']}/scans", json={"kind": "quick"},
+                          headers={"Idempotency-Key": "scanwatch-demo-first-scan"}).raise_for_status()
+        except (httpx.HTTPError, KeyError, StopIteration) as exc:
+            say(f"  scan        not requested ({type(exc).__name__}); the sensor will wait for the autopilot's")
+            return
+        say(f"  scan        requested on {site['address']}: the scan sensor refreshes its project when it is done")
+
+    def sql_command(self, dirs: DemoDirs) -> str:
+        """The cookbook command as a user can paste it: this installation's `scanwatch`, not one on the PATH."""
+        scanwatch = Path(self.python).with_name("scanwatch")
+        program = shlex.quote(str(scanwatch)) if scanwatch.exists() else f"{shlex.quote(self.python)} -m pipelines.cli"
+        return f"SCANWATCH_DB={shlex.quote(str(dirs.db))} {program} sql"
 
     def _watch(self) -> int:
         """Wait for Ctrl-C or the end of --duration; a child that dies takes the demo down with a reason."""
