@@ -1,0 +1,115 @@
+"""The walk of one sync: which of scanwatch's files run between the API call and `secscan_issues_open`.
+
+    python -m benchmarks.walk [--root CHECKOUT]
+
+Runs `scanwatch sync` against the simulator and then `scanwatch exporter` for one scrape, each under a
+tracer that records every Python file of the checkout a function of which runs and every `.sql` file
+opened, and prints the counts (the files, with --list). `--root` measures another checkout with this one's
+interpreter, for a before/after comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+
+# Runs inside each traced child: `python -c TRACER OUT ROOT -- scanwatch args`.
+TRACER = r"""
+import atexit, json, runpy, sys, threading
+out, root = sys.argv[1], sys.argv[2]
+sys.argv = ["scanwatch", *sys.argv[4:]]
+seen, opened = [], []
+def tracer(frame, event, arg):
+    f = frame.f_code.co_filename
+    if f.startswith(root) and "/.venv/" not in f and f not in seen:
+        seen.append(f)
+    return None
+def audit(event, args):
+    if event == "open" and isinstance(args[0], str) and args[0].endswith(".sql") and args[0] not in opened:
+        opened.append(args[0])
+sys.addaudithook(audit)
+threading.settrace(tracer)
+sys.settrace(tracer)
+atexit.register(lambda: open(out, "w").write(json.dumps({"python": seen, "sql": opened})))
+sys.path.insert(0, root)
+try:
+    runpy.run_module("pipelines.cli", run_name="__main__")
+except KeyboardInterrupt:
+    pass
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _traced(root: Path, args: list[str], out: Path, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", TRACER, str(out), str(root), "--", *args], cwd=root, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def walk(root: Path) -> dict[str, list[str]]:
+    from simulator.testing import SimConfig, serve_simulator
+
+    with tempfile.TemporaryDirectory() as tmp, serve_simulator(SimConfig(seed=7, scale="small",
+                                                                             rate_limit=100000)) as sim:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SCANWATCH_", "DAGSTER_"))}
+        env.update(SCANWATCH_BASE_URL=sim.base_url, SCANWATCH_API_KEY=sim.api_key,
+                   SCANWATCH_DB=str(Path(tmp) / "h.duckdb"), PYTHONPATH=str(root))
+        sync = _traced(root, ["sync", "--quiet"], Path(tmp) / "sync.json", env)
+        _, err = sync.communicate(timeout=600)
+        if sync.returncode != 0:
+            raise SystemExit(f"sync failed: {err[-500:]}")
+        port = _free_port()
+        exporter = _traced(root, ["exporter", "--port", str(port)], Path(tmp) / "exporter.json", env)
+        try:
+            body = ""
+            for _ in range(200):
+                try:
+                    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+                    if "secscan_issues_open{" in body:
+                        break
+                except OSError:
+                    pass
+                time.sleep(0.1)
+            if "secscan_issues_open{" not in body:
+                raise SystemExit("the exporter never served secscan_issues_open")
+        finally:
+            exporter.send_signal(signal.SIGINT)
+            exporter.wait(timeout=30)
+        parts = [json.loads((Path(tmp) / f"{n}.json").read_text()) for n in ("sync", "exporter")]
+    rel = lambda p: str(Path(p).resolve().relative_to(root.resolve()))  # noqa: E731
+    python = sorted({rel(p) for part in parts for p in part["python"]})
+    sql = sorted({rel(p) for part in parts for p in part["sql"]})
+    return {"python": python, "sql": sql}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=HERE, help="the checkout to measure (default: this one)")
+    parser.add_argument("--list", action="store_true", help="print the files, not only their counts")
+    args = parser.parse_args()
+    found = walk(args.root.resolve())
+    print(f"walk of one sync to secscan_issues_open in {args.root}: {len(found['python'])} Python files, "
+          f"{len(found['sql'])} SQL files")
+    if args.list:
+        for kind in ("python", "sql"):
+            print("\n".join(f"  {p}" for p in found[kind]))
+
+
+if __name__ == "__main__":
+    main()
