@@ -26,7 +26,7 @@ def _sum(metrics: dict, name: str, **labels: str) -> float:
 
 def _listed_open(sim) -> int:
     oracle = Oracle(sim.base_url, sim.api_key)
-    return sum(1 for i in oracle.state()["issues"].values() if i["status"] == "open")
+    return sum(1 for i in oracle.state().all_issues() if i["status"] == "open")
 
 
 def _cookbook(db, name: str) -> list[tuple]:
