@@ -15,11 +15,12 @@ import dagster as dg
 import duckdb
 
 from pipelines import milestones
-from pipelines.api import ScanningClient
+from pipelines.api import PlanRequiredError, ScanningClient
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
 from pipelines.sqlfiles import read_sql
 from pipelines.storage import MergeResult, record_sync_run
+from pipelines.storage.merge import record_api_access_lost
 
 
 @dataclass
@@ -109,6 +110,8 @@ def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: s
                         stats = client.stats.snapshot()
         except Exception as exc:
             try:  # best effort: the failure itself must surface even if the history cannot take the row
+                if isinstance(exc, PlanRequiredError) and step.workspace_id:
+                    record_api_access_lost(conn, step.workspace_id, datetime.now(UTC))
                 record_sync_run(conn, workspace_id=step.workspace_id, run_id=context.run.run_id, asset=name,
                                 started_at=started, finished_at=datetime.now(UTC), status="failure", stats=stats,
                                 error=f"{type(exc).__name__}: {exc}")

@@ -112,6 +112,15 @@ def _lines(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[di
         yield data + b"\n"
 
 
+def _cast(column: str, sql_type: str) -> str:
+    """The typed value of a text column, NULL when it does not fit. DuckDB's cast rounds `12.5` to an INTEGER
+    13; a line or a count that is not a whole number is kept out (NULL) and warned about instead."""
+    if sql_type == "INTEGER":
+        as_double = f"TRY_CAST({_q(column)} AS DOUBLE)"
+        return f"CASE WHEN {as_double} = trunc({as_double}) THEN TRY_CAST({_q(column)} AS INTEGER) END"
+    return f"TRY_CAST({_q(column)} AS {sql_type})"
+
+
 def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[dict], result: MergeResult) -> int:
     """Load records as text into `raw_<name>`, then build the typed `stg_<name>` and collect warnings."""
     raw, stg = f"raw_{entity.name}", f"stg_{entity.name}"
@@ -132,7 +141,7 @@ def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[di
     missing = " OR ".join(f"{_q(c)} IS NULL" for c in entity.required)
     result.rejected += conn.execute(f"SELECT count(*) FROM {raw} WHERE {missing}").fetchall()[0][0]
     typed = ", ".join(
-        f"{_q(c)}" if t == "VARCHAR" else f"TRY_CAST({_q(c)} AS {t}) AS {_q(c)}" for c, t in entity.columns.items()
+        f"{_q(c)}" if t == "VARCHAR" else f"{_cast(c, t)} AS {_q(c)}" for c, t in entity.columns.items()
     )
     key = entity.required[0]
     conn.execute(
@@ -141,7 +150,7 @@ def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[di
     )
     checks = [
         f"SELECT '{c}' AS field, {_q(c)} AS value, {_q(key)} AS entity_id FROM {raw} "
-        f"WHERE {_q(c)} IS NOT NULL AND TRY_CAST({_q(c)} AS {t}) IS NULL"
+        f"WHERE {_q(c)} IS NOT NULL AND {_cast(c, t)} IS NULL"
         for c, t in entity.columns.items() if t != "VARCHAR"
     ] + [
         f"SELECT '{c}', {_q(c)}, {_q(key)} FROM {raw} WHERE {_q(c)} IS NOT NULL AND {_q(c)} NOT IN "
@@ -336,6 +345,14 @@ def record_scans_state(conn: duckdb.DuckDBPyConnection, workspace_id: str,
             "scans_fingerprint = excluded.scans_fingerprint, scans_synced_at = excluded.scans_synced_at",
             [[workspace_id, pid, fp, now] for pid, fp in project_state],
         )
+
+
+def record_api_access_lost(conn: duckdb.DuckDBPyConnection, workspace_id: str, now: datetime) -> None:
+    """The plan gate answered 402 (`api_plan_required`, `api_trial_ended`): the account says the API no longer
+    answers, so `secscan_api_access_allowed` drops to 0 and SecscanApiAccessLost can fire. The next good
+    account read sets it back."""
+    conn.execute("UPDATE accounts SET api_access_allowed = false, last_observed_at = ? WHERE workspace_id = ?",
+                 [now, workspace_id])
 
 
 def record_sync_run(conn: duckdb.DuckDBPyConnection, *, workspace_id: str | None, run_id: str, asset: str,
