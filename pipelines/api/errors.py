@@ -79,8 +79,10 @@ class ApiError(Exception):
         return f"{where} failed{detail}: {self.message or 'no message'}{param}"
 
     def __str__(self) -> str:
-        body = self._summary or self.describe()
-        return f"{body.rstrip('. ')}. Request-Id: {self.request_id or 'none'}"
+        body = (self._summary or self.describe()).rstrip(". ")
+        # The service's page for this error says what it means and what to do: the line names it.
+        docs = f". Docs: {_one_line(self.doc_url)[:200]}" if self.doc_url else ""
+        return f"{body}{docs}. Request-Id: {self.request_id or 'none'}"
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keeps errors picklable across Dagster's process boundaries.

@@ -74,6 +74,7 @@ def test_every_spec_code_is_typed_and_keeps_its_fields(status: int, code: str) -
     text = str(err)
     assert "\n" not in text
     assert text.endswith("Request-Id: req_abc")
+    assert f"Docs: https://docs.test/{code}." in text  # the error line shows where the service explains it
     assert KEY not in text and KEY not in repr(err)
 
 
