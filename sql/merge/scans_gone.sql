@@ -7,7 +7,7 @@ SELECT s.workspace_id, s.id, s.project_id, getvariable('now'),
 FROM scans s
 LEFT JOIN projects p ON p.id = s.project_id
 LEFT JOIN targets t ON t.id = s.target_id
-WHERE s.status IN ('queued', 'running')
-  AND s.workspace_id = getvariable('workspace_id')
+JOIN scan_statuses AS k ON k.status = s.status AND NOT k.finished
+WHERE s.workspace_id = getvariable('workspace_id')
   AND (p.removed_at IS NOT NULL OR t.removed_at IS NOT NULL)
   AND s.id NOT IN (SELECT scan_id FROM scans_gone);
