@@ -8,4 +8,7 @@ FROM stg_scans
 ON CONFLICT (id) DO UPDATE SET
     status = excluded.status, score = excluded.score, grade = excluded.grade, coverage = excluded.coverage,
     audit_fallback = excluded.audit_fallback, next_real_scan_at = excluded.next_real_scan_at,
+    -- reused: a scan request was answered with this existing scan at least once (the scheduled-scans job sees
+    -- it in the POST answer; a list or GET shows false). Once true it stays true.
+    reused = scans.reused OR coalesce(excluded.reused, false),
     finished_at = excluded.finished_at, last_observed_at = excluded.last_observed_at;

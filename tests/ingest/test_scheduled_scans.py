@@ -58,3 +58,19 @@ def test_a_retried_tick_spends_nothing_and_the_reserve_is_kept(quick_sim, tmp_pa
     assert guarded.success and _used(oracle) == used + 3
     output = next(e for e in guarded.all_events if e.event_type_value == "STEP_OUTPUT")
     assert output.event_specific_data.metadata["skipped_for_quota"].value == 1
+
+
+def test_reused_says_a_scan_request_was_answered_with_an_existing_scan(quick_sim, tmp_path, monkeypatch):
+    sim, db = quick_sim, tmp_path / "h.duckdb"
+    monkeypatch.setenv("SCANWATCH_BASE_URL", sim.base_url)
+    monkeypatch.setenv("SCANWATCH_API_KEY", sim.api_key)
+    monkeypatch.setenv("SCANWATCH_DB", str(db))
+    assert run_sync().success
+    site = Oracle(sim.base_url, sim.api_key).walk("/projects")[0]["targets"][0]["id"]
+    assert _run(sim, db, [site], tick="20261124T0300").success
+    (first,) = query(db, f"SELECT id, reused FROM scans WHERE target_id = '{site}' "
+                         f"AND created_at = (SELECT max(created_at) FROM scans WHERE target_id = '{site}')")
+    assert _run(sim, db, [site], tick="20261124T0310").success  # another tick within the hour: reused
+    assert run_sync(full_reconcile=True).success  # the list shows reused false; the history keeps what it saw
+    assert first[1] is False  # a new scan when first started
+    assert query(db, f"SELECT reused FROM scans WHERE id = '{first[0]}'") == [(True,)]
