@@ -1,9 +1,14 @@
-"""Run every asset once in-process, as the schedules would, and gather what the CLI reports."""
+"""Run every asset once in-process, as the schedules would, and gather what the CLI reports.
+
+One Dagster run per followed workspace (its partition), all at once: each key has its own rate-limit budget,
+so K workspaces take about as long as the slowest one; their merges take DuckDB's writer in turn.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import dagster as dg
@@ -22,16 +27,45 @@ class Outcome:
     failed_checks: list[str] = field(default_factory=list)
     run_id: str | None = None
     warnings: list[str] = field(default_factory=list)  # what the assets logged as warnings
+    workspace: str | None = None
+    parts: list[Outcome] = field(default_factory=list)  # one per workspace when several were synced
+
+    @classmethod
+    def combine(cls, parts: list[Outcome]) -> Outcome:
+        if len(parts) == 1:
+            return parts[0]
+        failed = [p for p in parts if not p.success]
+        return cls(
+            success=not failed, parts=parts,
+            metadata={f"{p.workspace}/{asset}": meta for p in parts for asset, meta in p.metadata.items()},
+            failed_step=f"{failed[0].workspace}/{failed[0].failed_step}" if failed else None,
+            error=failed[0].error if failed else None,
+            failed_checks=[f"{p.workspace}/{c}" for p in parts for c in p.failed_checks],
+            warnings=[f"{p.workspace}: {w}" for p in parts for w in p.warnings],
+        )
 
 
 def _value(v: object) -> object:
     return getattr(v, "value", v)
 
 
-def materialize_all(*, full_reconcile: bool = False, console_level: str = "WARNING") -> Outcome:
-    """One run of every asset and check. `console_level` is Dagster's console logger threshold: the CLI
-    raises it to CRITICAL, because Dagster logs a failed step as ERROR with its whole stack trace, and
-    prints the assets' warnings (`Outcome.warnings`) and the one-line reason itself."""
+def materialize_all(*, workspace: str | None = None, full_reconcile: bool = False,
+                    console_level: str = "WARNING") -> Outcome:
+    """One run of every asset and check per workspace (all followed ones, or the one named), at once.
+    `console_level` is Dagster's console logger threshold: the CLI raises it to CRITICAL, because Dagster
+    logs a failed step as ERROR with its whole stack trace, and prints the assets' warnings
+    (`Outcome.warnings`) and the one-line reason itself."""
+    from pipelines.settings import Settings
+
+    names = [workspace] if workspace else Settings.load().workspace_names
+    if len(names) == 1:  # in the main thread, where Ctrl-C lands in the run itself
+        return _materialize_workspace(names[0], full_reconcile, console_level)
+    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="scanwatch-sync") as pool:
+        parts = list(pool.map(lambda name: _materialize_workspace(name, full_reconcile, console_level), names))
+    return Outcome.combine(parts)
+
+
+def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: str) -> Outcome:
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
     run_config = {
         "ops": {"issues": {"config": {"full_reconcile": full_reconcile}},
@@ -40,9 +74,9 @@ def materialize_all(*, full_reconcile: bool = False, console_level: str = "WARNI
     }
     result = dg.materialize(
         [*ALL_ASSETS, *history_checks], resources=default_resources(), instance=instance,
-        run_config=run_config, raise_on_error=False, tags={"scanwatch/trigger": "cli"},
+        run_config=run_config, raise_on_error=False, tags={"scanwatch/trigger": "cli"}, partition_key=workspace,
     )
-    outcome = Outcome(success=result.success, run_id=result.run_id)
+    outcome = Outcome(success=result.success, run_id=result.run_id, workspace=workspace)
     # Warnings only: Dagster's own ERROR lines ("Dependencies for step ... Not executing") repeat the failure.
     outcome.warnings = [entry.user_message for entry in instance.all_logs(result.run_id)
                         if entry.dagster_event is None and logging.WARNING <= entry.level < logging.ERROR]

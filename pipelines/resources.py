@@ -79,13 +79,10 @@ class HistoryResource(DuckDBResource):
 
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        from pipelines.storage import connect
+        from pipelines.storage import writer
 
-        conn = connect(self.database, wait_seconds=self.lock_wait_seconds)
-        try:
+        with writer(self.database, wait_seconds=self.lock_wait_seconds) as conn:
             yield conn
-        finally:
-            conn.close()
 
 
 def default_resources(settings: Settings | None = None) -> dict[str, object]:

@@ -23,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scan-seconds", type=float, default=30.0, help="time from queued to done (default 30)")
     parser.add_argument("--autopilot", type=float, default=0.0, metavar="SECONDS",
                         help="real clock: start a round of scans every SECONDS so dashboards move (default off)")
+    parser.add_argument("--workspaces", type=int, default=1, metavar="N",
+                        help="independent Pro workspaces, each with its own key and world (default 1)")
     parser.add_argument("--access-log", action="store_true", help="log one line per request (never the key)")
     parser.add_argument("--reading", action="append", default=[], metavar="NAME[=false]",
                         help="where the contract is loose, serve another reading (repeatable): "
@@ -38,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = SimConfig(seed=args.seed, scale=args.scale, clock=args.clock, control=args.control, host=args.host,
                     port=args.port, rate_limit=args.rate_limit, rate_window=args.rate_window,
-                    scan_seconds=args.scan_seconds, autopilot=args.autopilot, access_log=args.access_log)
+                    scan_seconds=args.scan_seconds, autopilot=args.autopilot, access_log=args.access_log,
+                    pro_workspaces=args.workspaces)
     try:
         cfg.readings = parse_readings(args.reading)
     except ValueError as exc:
@@ -55,15 +58,18 @@ def run(args: argparse.Namespace) -> int:
     world = server.rt.world
     print(f"base URL: {server.base_url}", flush=True)
     print(f"API key:  {world.keys['pro']}", flush=True)
+    for n in range(2, cfg.pro_workspaces + 1):
+        print(f"API key {n}: {world.keys[f'pro_{n}']}", flush=True)
     print(f"world:    seed {cfg.seed}, scale {cfg.scale}, {world.stats()['issues']} issues, clock {cfg.clock}"
           + (f", control at http://{server.host}:{server.port}/_sim/" if cfg.control else ""), flush=True)
     stop = threading.Event()
     try:
         while not stop.wait(cfg.autopilot if cfg.autopilot > 0 and cfg.clock == "real" else 3600):
             if cfg.autopilot > 0 and cfg.clock == "real":
-                summary = world.run_round(fraction=0.5)
-                print(f"autopilot: round {summary['round']}: {summary['scans']} scans, {summary['new']} new, "
-                      f"{summary['fixed']} fixed, {summary['reopened']} reopened", flush=True)
+                for workspace_id in world.pro_workspace_ids:
+                    summary = world.run_round(fraction=0.5, workspace_id=workspace_id)
+                    print(f"autopilot: round {summary['round']}: {summary['scans']} scans, {summary['new']} new, "
+                          f"{summary['fixed']} fixed, {summary['reopened']} reopened", flush=True)
             if not server.thread.is_alive():
                 return 1
     except KeyboardInterrupt:

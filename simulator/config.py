@@ -53,6 +53,7 @@ class SimConfig:
     recheck_limit: int = 60  # per project and per UTC day of the simulator clock
     idempotency_ttl: float = 24 * 3600.0
     autopilot: float = 0.0  # real clock only: start a round of scans every N seconds (0 = off)
+    pro_workspaces: int = 1  # independent Pro workspaces, each with its own key (pro, pro_2, ...) and world
     access_log: bool = False
     faults: dict[str, Any] = field(default_factory=dict)  # initial faults, see simulator.faults.Faults
     readings: dict[str, bool] = field(default_factory=dict)  # see READINGS; unnamed ones keep their default
@@ -64,6 +65,8 @@ class SimConfig:
             raise ValueError(f"clock must be 'real' or 'driven', got {self.clock!r}")
         if self.rate_limit < 1 or self.rate_window <= 0:
             raise ValueError("rate_limit must be >= 1 and rate_window > 0")
+        if self.pro_workspaces < 1:
+            raise ValueError("pro_workspaces must be >= 1")
         if self.scan_seconds < 0:
             raise ValueError("scan_seconds must be >= 0")
         self.readings = parse_readings(self.readings)

@@ -96,6 +96,16 @@ class _Generator:
         self.key("other_workspace", other, "en", name="other-key")
         self.small_workspace(other, "Other app", ("domain", "other-app.example.com"), ("domain", "other.example.io"))
 
+        # More Pro workspaces shaped like the main one (a deployment following several), built last so
+        # that every id and key above stays the same whatever their number.
+        self.w.pro_workspace_ids.append(main.id)
+        for n in range(2, self.w.config.pro_workspaces + 1):
+            ws = self.workspace(f"Pro Workspace {n}", "pro", extra_projects=max(2, self.scale.projects - 3 + 2),
+                                pack_scans=50, pack_fixes=10)
+            self.key(f"pro_{n}", ws, "en", name=f"ci-key-{n}")
+            self.w.pro_workspace_ids.append(ws.id)
+            self.main_projects(ws)
+
     def workspace(self, name: str, plan: str, *, extra_projects: int = 0, trial_started_at: float | None = None,
                   free_fixes: int = 0, pack_scans: int = 0, pack_fixes: int = 0) -> Workspace:
         ws = Workspace(id=self.w.new_id(), name=name, plan=plan, extra_projects=extra_projects,

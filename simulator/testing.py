@@ -65,8 +65,8 @@ class Simulator:
         """Move the clock; due scans finish (and evolve issues) at their own due time."""
         return self.world.advance(seconds)
 
-    def run_round(self, fraction: float = 1.0) -> dict[str, Any]:
-        return self.world.run_round(fraction)
+    def run_round(self, fraction: float = 1.0, workspace_id: str | None = None) -> dict[str, Any]:
+        return self.world.run_round(fraction, workspace_id)
 
     def set_faults(self, **kw: Any) -> None:
         self.rt.faults.set(**kw)

@@ -39,6 +39,7 @@ class World(ScanRules, IssueRules, Rounds):
         self.scans: dict[str, Scan] = {}
         self.issues: dict[str, Issue] = {}
         self.main_workspace_id = ""
+        self.pro_workspace_ids: list[str] = []  # the main one first, then those of SimConfig.pro_workspaces
         self._ids = random.Random(f"{config.seed}:ids")
         self._queue: list[tuple[float, str]] = []
         self._cache: dict[tuple, tuple[int, list]] = {}

@@ -4,7 +4,8 @@ import dagster as dg
 
 from pipelines import milestones
 from pipelines.api import NotFoundError, PagingError
-from pipelines.assets.step import Progress, sync_step
+from pipelines.assets.step import Progress, partition_workspace, sync_step
+from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
 from pipelines.storage import merge_issues
@@ -16,7 +17,7 @@ class IssuesConfig(dg.Config):
     full_reconcile_hours: float = 6.0  # how often each project is read even when nothing seems to have moved
 
 
-@dg.asset(group_name="service", kinds={"duckdb"}, deps=["projects", "targets"], pool="duckdb")
+@dg.asset(group_name="service", kinds={"duckdb"}, deps=["projects", "targets"], partitions_def=WORKSPACES)
 def issues(
     context: dg.AssetExecutionContext, config: IssuesConfig,
     scanning_service: ScanningServiceResource, history: HistoryResource,
@@ -25,19 +26,20 @@ def issues(
     unmarked), severity_changed and reopened, computed in SQL by diffing the staged lists against the
     history. Only projects whose observable state moved are read; a slower full reconcile catches marks and
     rechecks that leave a project's counts unchanged. Issues of unproved sites stay hidden by the service."""
-    with sync_step(context, "issues", history, scanning_service) as step:
-        conn, client = step.conn, step.client
-        todo = conn.execute(read_sql("sync/issue_projects.sql"), {
-            "workspace_id": step.workspace_id, "now": step.now, "full": config.full_reconcile,
-            "reconcile_seconds": config.full_reconcile_hours * 3600, "only": config.project_ids,
-        }).fetchall()
+    with sync_step(context, "issues", history, scanning_service, partition_workspace(context)) as step:
+        client = step.client
+        with step.db() as conn:
+            todo = conn.execute(read_sql("sync/issue_projects.sql"), {
+                "workspace_id": step.workspace_id, "now": step.now, "full": config.full_reconcile,
+                "reconcile_seconds": config.full_reconcile_hours * 3600, "only": config.project_ids,
+            }).fetchall()
+            pages, first_read = conn.execute(read_sql("sync/issue_pages_estimate.sql"), {
+                "project_ids": [pid for pid, _, _ in todo], "page_size": client.page_size}).fetchall()[0]
+            expected = {pid: n for pid, n, _ in conn.execute(read_sql("sync/list_expectations.sql"),
+                                                             {"workspace_id": step.workspace_id}).fetchall()}
 
         progress = Progress("issues", len(todo), client)
-        pages, first_read = conn.execute(read_sql("sync/issue_pages_estimate.sql"), {
-            "project_ids": [pid for pid, _, _ in todo], "page_size": client.page_size}).fetchall()[0]
         progress.announce(pages, floor=first_read)
-        expected = {pid: n for pid, n, _ in conn.execute(read_sql("sync/list_expectations.sql"),
-                                                         {"workspace_id": step.workspace_id}).fetchall()}
 
         def read(project_id: str) -> list[dict] | None:
             milestones.reached("issues.paging")
@@ -56,7 +58,8 @@ def issues(
         lists = client.map(read, [pid for pid, _, _ in todo])
         done = [(pid, fp, full) for (pid, fp, full), got in zip(todo, lists, strict=True) if got is not None]
         rows = [issue for got in lists if got for issue in got]
-        result = step.add(merge_issues(conn, step.workspace_id, rows, now=step.now, project_state=done))
+        with step.db() as conn:
+            result = step.add(merge_issues(conn, step.workspace_id, rows, now=step.now, project_state=done))
         step.metadata.update({
             "projects_read": len(done),
             "projects_full_reconcile": sum(1 for _, _, full in done if full),

@@ -2,7 +2,8 @@
 
 import dagster as dg
 
-from pipelines.assets.step import sync_step
+from pipelines.assets.step import partition_workspace, sync_step
+from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
 from pipelines.storage import merge_projects
@@ -17,19 +18,21 @@ from pipelines.storage import merge_projects
                      description="Current targets (sites and repositories) with score, verification and the "
                                  "count of hidden issues, and a score snapshot per target per sync."),
     ],
-    pool="duckdb",
+    partitions_def=WORKSPACES,
 )
 def projects_and_targets(
     context: dg.AssetExecutionContext, scanning_service: ScanningServiceResource, history: HistoryResource
 ):
     """The project list embeds targets, so one walk (a page per 100 projects) feeds both tables."""
-    with sync_step(context, "projects", history, scanning_service) as step:
+    with sync_step(context, "projects", history, scanning_service, partition_workspace(context)) as step:
         if step.workspace_id is None:
             raise RuntimeError("no account in the history yet: materialize the account asset first")
-        expected = step.conn.execute(read_sql("sync/projects_expected.sql"),
-                                     {"workspace_id": step.workspace_id}).fetchall()[0][0]
+        with step.db() as conn:
+            expected = conn.execute(read_sql("sync/projects_expected.sql"),
+                                    {"workspace_id": step.workspace_id}).fetchall()[0][0]
         body = step.client.list_projects(expected=expected)
-        result = step.add(merge_projects(step.conn, step.workspace_id, body, now=step.now))
+        with step.db() as conn:
+            result = step.add(merge_projects(conn, step.workspace_id, body, now=step.now))
     targets_rows = result.rows["targets"] + result.rows["targets"]  # current rows and their score snapshots
     yield dg.MaterializeResult(asset_key="projects", metadata={
         **step.metadata, "rows_written": step.rows_written - targets_rows, "projects": result.rows["projects"]})

@@ -6,7 +6,8 @@ import dagster as dg
 
 from pipelines import milestones
 from pipelines.api import NotFoundError, PagingError
-from pipelines.assets.step import Progress, sync_step
+from pipelines.assets.step import Progress, partition_workspace, sync_step
+from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
 from pipelines.sqlfiles import read_sql
@@ -21,7 +22,7 @@ class ScansConfig(dg.Config):
     peek_share_of_interval: float = 0.9
 
 
-@dg.asset(group_name="service", kinds={"duckdb"}, deps=["projects", "targets"], pool="duckdb")
+@dg.asset(group_name="service", kinds={"duckdb"}, deps=["projects", "targets"], partitions_def=WORKSPACES)
 def scans(
     context: dg.AssetExecutionContext, config: ScansConfig,
     scanning_service: ScanningServiceResource, history: HistoryResource,
@@ -31,20 +32,23 @@ def scans(
     queued in the history are re-read one by one. A failed scan need not move anything GET /projects shows, so
     a project that has not moved still has its newest scan page read once per scans-schedule interval: at most
     one request per project per interval, none between."""
-    with sync_step(context, "scans", history, scanning_service) as step:
-        conn, client = step.conn, step.client
+    with sync_step(context, "scans", history, scanning_service, partition_workspace(context)) as step:
+        client = step.client
         interval = Settings.load().scans_interval_seconds
         peek_before = step.now - timedelta(seconds=interval * config.peek_share_of_interval)
-        listed = conn.execute(read_sql("sync/scan_projects.sql"), {
-            "workspace_id": step.workspace_id, "all": config.all_projects, "peek_before": peek_before,
-        }).fetchall()
+        with step.db() as conn:
+            listed = conn.execute(read_sql("sync/scan_projects.sql"), {
+                "workspace_id": step.workspace_id, "all": config.all_projects, "peek_before": peek_before,
+            }).fetchall()
+            finished = {r[0] for r in conn.execute(read_sql("sync/finished_scans.sql"),
+                                                    {"workspace_id": step.workspace_id}).fetchall()}
+            unfinished = conn.execute(read_sql("sync/pending_scans.sql"), {
+                "workspace_id": step.workspace_id, "limit": 1_000_000}).fetchall()
+            expected = {pid: n for pid, _, n in conn.execute(read_sql("sync/list_expectations.sql"),
+                                                             {"workspace_id": step.workspace_id}).fetchall()}
         todo = [(pid, fp) for pid, fp, _ in listed]
-        finished = {r[0] for r in conn.execute(read_sql("sync/finished_scans.sql"),
-                                                {"workspace_id": step.workspace_id}).fetchall()}
 
         progress = Progress("scans", len(todo), client)
-        expected = {pid: n for pid, _, n in conn.execute(read_sql("sync/list_expectations.sql"),
-                                                         {"workspace_id": step.workspace_id}).fetchall()}
         unread: set[str] = set()
 
         def read(project_id: str) -> list[dict]:
@@ -75,8 +79,7 @@ def scans(
         seen = {s["id"] for s in fresh}
         # Only the statuses known to be unfinished and not settled as gone: a status from a newer service
         # (stored and warned about) or a vanished scan would otherwise cost a request in every sync, forever.
-        pending = [(sid, pid) for sid, pid in conn.execute(read_sql("sync/pending_scans.sql"), {
-            "workspace_id": step.workspace_id, "limit": 1_000_000}).fetchall() if sid not in seen]
+        pending = [(sid, pid) for sid, pid in unfinished if sid not in seen]
         gone: list[tuple[str, str]] = []
 
         def reread(item: tuple[str, str]) -> dict | None:
@@ -90,9 +93,10 @@ def scans(
         if gone:
             context.log.warning("%d queued scan(s) answered 404 and are settled as gone: %s", len(gone),
                                 ", ".join(sid for sid, _ in gone[:5]))
-        result = step.add(merge_scans(conn, step.workspace_id, fresh, now=step.now, gone=gone))
-        milestones.reached("scans.before_state")
-        record_scans_state(conn, step.workspace_id, [row for row in todo if row[0] not in unread], step.now)
+        with step.db() as conn:
+            result = step.add(merge_scans(conn, step.workspace_id, fresh, now=step.now, gone=gone))
+            milestones.reached("scans.before_state")
+            record_scans_state(conn, step.workspace_id, [row for row in todo if row[0] not in unread], step.now)
         step.metadata.update({"projects_read": len(todo), "projects_peeked": sum(1 for *_, peek in listed if peek),
                               "scans_upserted": result.rows["scans"],
                               "queued_rechecked": len(pending), "scans_gone": result.rows["scans_gone"]})

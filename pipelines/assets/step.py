@@ -1,5 +1,10 @@
-"""What every ingestion asset does around its own work: open the client and the history, time it, count
-requests, record the run in `sync_runs` (the exporter's pipeline-health source) and report metadata."""
+"""What every ingestion asset does around its own work: open the client of its workspace, time it, count
+requests, record the run in `sync_runs` (the exporter's pipeline-health source) and report metadata.
+
+The history is opened only for the moments an asset reads or writes it (`step.db()`), never while it
+waits on the service: several workspaces read the API at once, each within its own key's budget, and
+take DuckDB's single writer in turn for their merges.
+"""
 
 from __future__ import annotations
 
@@ -26,11 +31,17 @@ from pipelines.storage.merge import record_api_access_lost
 @dataclass
 class Step:
     client: ScanningClient | None
-    conn: duckdb.DuckDBPyConnection
+    history: HistoryResource
     now: datetime
+    workspace: str | None = None  # the followed workspace's name (Dagster's partition key)
+    label: str | None = None  # its name on metrics; None for the one workspace of the two variables
     workspace_id: str | None = None
     metadata: dict[str, object] = field(default_factory=dict)
     merged: list[MergeResult] = field(default_factory=list)
+
+    def db(self):
+        """The history, held only for one read or one merge."""
+        return self.history.get_connection()
 
     def add(self, result: MergeResult) -> MergeResult:
         self.merged.append(result)
@@ -74,8 +85,8 @@ class Progress:
                            stats["waited_seconds"])
 
 
-def current_workspace(conn: duckdb.DuckDBPyConnection) -> str | None:
-    rows = conn.execute(read_sql("sync/current_workspace.sql")).fetchall()
+def current_workspace(conn: duckdb.DuckDBPyConnection, label: str | None) -> str | None:
+    rows = conn.execute(read_sql("sync/current_workspace.sql"), {"label": label}).fetchall()
     return rows[0][0] if rows else None
 
 
@@ -91,49 +102,59 @@ def sync_deadline(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> 
     return (started or time.time()) + Settings.load().sync_deadline_seconds
 
 
+def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> str | None:
+    return context.partition_key if context.has_partition_key else None
+
+
 @contextmanager
 def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: str,
-              history: HistoryResource, service: ScanningServiceResource | None) -> Iterator[Step]:
+              history: HistoryResource, service: ScanningServiceResource | None,
+              workspace: str | None = None) -> Iterator[Step]:
     started = datetime.now(UTC)
-    with history.get_connection() as conn:
-        stats: dict = {}
-        step = Step(client=None, conn=conn, now=started, workspace_id=current_workspace(conn))
-        try:
-            if service is None:
-                yield step
-            else:
-                with service.client(sync_deadline=sync_deadline(context)) as client:
-                    step.client = client
-                    try:
-                        yield step
-                    finally:
-                        stats = client.stats.snapshot()
-        except Exception as exc:
-            try:  # best effort: the failure itself must surface even if the history cannot take the row
+    label = service.workspace(workspace).label if service is not None else None
+    step = Step(client=None, history=history, now=started, workspace=workspace, label=label)
+    with step.db() as conn:
+        step.workspace_id = current_workspace(conn, label)
+    stats: dict = {}
+    try:
+        if service is None:
+            yield step
+        else:
+            with service.client(workspace, sync_deadline=sync_deadline(context)) as client:
+                step.client = client
+                try:
+                    yield step
+                finally:
+                    stats = client.stats.snapshot()
+    except Exception as exc:
+        try:  # best effort: the failure itself must surface even if the history cannot take the row
+            with step.db() as conn:
                 if isinstance(exc, PlanRequiredError) and step.workspace_id:
                     record_api_access_lost(conn, step.workspace_id, datetime.now(UTC))
-                record_sync_run(conn, workspace_id=step.workspace_id, run_id=context.run.run_id, asset=name,
-                                started_at=started, finished_at=datetime.now(UTC), status="failure", stats=stats,
+                record_sync_run(conn, workspace_id=step.workspace_id, workspace_label=label,
+                                run_id=context.run.run_id, asset=name, started_at=started,
+                                finished_at=datetime.now(UTC), status="failure", stats=stats,
                                 error=f"{type(exc).__name__}: {exc}")
-            except duckdb.Error:
-                context.log.warning("could not record the failed run of %s in sync_runs", name)
-            raise
-        finished = datetime.now(UTC)
-        record_sync_run(conn, workspace_id=step.workspace_id, run_id=context.run.run_id, asset=name,
-                        started_at=started, finished_at=finished, status="success", stats=stats,
+        except Exception:
+            context.log.warning("could not record the failed run of %s in sync_runs", name)
+        raise
+    finished = datetime.now(UTC)
+    with step.db() as conn:
+        record_sync_run(conn, workspace_id=step.workspace_id, workspace_label=label, run_id=context.run.run_id,
+                        asset=name, started_at=started, finished_at=finished, status="success", stats=stats,
                         rows_written=step.rows_written)
-        milestones.reached("step.recorded")
-        for notice in (n for r in step.merged for n in r.notices):
-            context.log.warning(notice)
-        warnings = [w for r in step.merged for w in r.warnings]
-        step.metadata.update({
-            "rows_written": step.rows_written,
-            "requests": stats.get("requests", 0),
-            "retries": stats.get("retries", 0),
-            "rate_limited_429s": stats.get("rate_limited", 0),
-            "rate_limit_remaining": stats.get("last_remaining"),
-            "waited_seconds": round(float(stats.get("waited_seconds") or 0.0), 3),
-            "duration_seconds": round((finished - started).total_seconds(), 3),
-            "warnings": len(warnings),
-        })
-        step.metadata = {k: v for k, v in step.metadata.items() if v is not None}
+    milestones.reached("step.recorded")
+    for notice in (n for r in step.merged for n in r.notices):
+        context.log.warning(notice)
+    warnings = [w for r in step.merged for w in r.warnings]
+    step.metadata.update({
+        "rows_written": step.rows_written,
+        "requests": stats.get("requests", 0),
+        "retries": stats.get("retries", 0),
+        "rate_limited_429s": stats.get("rate_limited", 0),
+        "rate_limit_remaining": stats.get("last_remaining"),
+        "waited_seconds": round(float(stats.get("waited_seconds") or 0.0), 3),
+        "duration_seconds": round((finished - started).total_seconds(), 3),
+        "warnings": len(warnings),
+    })
+    step.metadata = {k: v for k, v in step.metadata.items() if v is not None}

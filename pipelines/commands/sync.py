@@ -23,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full-reconcile", action="store_true",
                         help="read every project's issue and scan lists, not only the projects that moved")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line")
+    parser.add_argument("--workspace", metavar="NAME", default=None,
+                        help="sync only this workspace of SCANWATCH_WORKSPACES_FILE (default: every one, at once)")
 
 
 def _root_cause(error) -> str:
@@ -86,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = Settings.load()
         _ = settings.workspaces  # every workspace checked before any request is sent
+        if args.workspace is not None:
+            settings.workspace(args.workspace)
         settings.dagster_home()
         settings.writable_db()
         _ = settings.sync_deadline_seconds
@@ -103,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
         with _sigint_watch() as sigint:
             from pipelines.materialize import materialize_all
 
-            outcome = materialize_all(full_reconcile=args.full_reconcile, console_level="CRITICAL")
+            outcome = materialize_all(workspace=args.workspace, full_reconcile=args.full_reconcile,
+                                      console_level="CRITICAL")
     except KeyboardInterrupt:
         print(INTERRUPTED_LINE, file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -114,17 +119,26 @@ def run(args: argparse.Namespace) -> int:
     if sigint[0] or (not outcome.success and _interrupted(outcome.error)):
         print(INTERRUPTED_LINE, file=sys.stderr)
         return EXIT_INTERRUPTED
-    if not outcome.success:
-        print(f"scanwatch sync: failed in {outcome.failed_step}: {printable(_root_cause(outcome.error))}",
+    # Several workspaces: each failed one is one line of its own, and the others' success is still told.
+    failed = [p for p in (outcome.parts or [outcome]) if not p.success]
+    for part in failed:
+        who = f"workspace {part.workspace} " if outcome.parts else ""
+        print(f"scanwatch sync: {who}failed in {part.failed_step}: {printable(_root_cause(part.error))}",
               file=sys.stderr)
+    synced = [p for p in outcome.parts if p.success] if outcome.parts else ([] if failed else [outcome])
+    if not synced:
         return 1
-    total = sum(int(m.get("requests", 0)) for m in outcome.metadata.values())
-    limited = sum(int(m.get("rate_limited_429s", 0)) for m in outcome.metadata.values())
-    print(f"scanwatch sync: ok in {elapsed:.1f} s, {total} requests, {limited} rate-limited answers")
+    metadata = [m for p in synced for m in p.metadata.values()]
+    total = sum(int(m.get("requests", 0)) for m in metadata)
+    limited = sum(int(m.get("rate_limited_429s", 0)) for m in metadata)
+    names = f" ({', '.join(p.workspace for p in synced)})" if outcome.parts else ""
+    print(f"scanwatch sync: ok{names} in {elapsed:.1f} s, {total} requests, {limited} rate-limited answers")
     if not args.quiet:
         for asset, meta in outcome.metadata.items():
+            if asset.split("/")[0] in {p.workspace for p in failed} and outcome.parts:
+                continue
             print(f"  {asset:<17} {int(meta.get('requests', 0)):>5} requests {int(meta.get('rows_written', 0)):>7} rows"
                   f" {float(meta.get('duration_seconds', 0)):>7.2f} s")
         if outcome.failed_checks:
             print(f"  asset checks failed: {', '.join(outcome.failed_checks)}")
-    return 0
+    return 1 if failed else 0

@@ -4,7 +4,7 @@ Python only moves pages into a staging table; every comparison, upsert and event
 in one transaction per table group, so a crash leaves the previous state, never half of a new one.
 """
 
-from pipelines.storage.db import HistoryLockedError, connect, migrate, schema_version
+from pipelines.storage.db import HistoryLockedError, connect, migrate, schema_version, writer
 from pipelines.storage.merge import (
     KNOWN_VALUES,
     MergeResult,
@@ -27,4 +27,5 @@ __all__ = [
     "migrate",
     "record_sync_run",
     "schema_version",
+    "writer",
 ]

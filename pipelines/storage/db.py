@@ -7,7 +7,10 @@ Migrations are numbered `.sql` files applied in order, each in its own transacti
 from __future__ import annotations
 
 import re
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -87,3 +90,25 @@ def connect(path: str | Path, *, wait_seconds: float = 30.0) -> duckdb.DuckDBPyC
     conn.execute("SET TimeZone = 'UTC'")
     migrate(conn)
     return conn
+
+
+_WRITERS: dict[str, threading.RLock] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+@contextmanager
+def writer(path: str | Path, *, wait_seconds: float = 30.0) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The history's single writer, for one read or merge, then released.
+
+    DuckDB's file lock keeps other processes out, but connections of one process share the database, so
+    threads of one process (several workspaces synced at once) take turns on a lock of their own too.
+    """
+    key = str(Path(path).resolve()) if str(path) != ":memory:" else ":memory:"
+    with _WRITERS_LOCK:
+        lock = _WRITERS.setdefault(key, threading.RLock())
+    with lock:
+        conn = connect(path, wait_seconds=wait_seconds)
+        try:
+            yield conn
+        finally:
+            conn.close()

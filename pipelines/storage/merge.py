@@ -357,14 +357,15 @@ def record_api_access_lost(conn: duckdb.DuckDBPyConnection, workspace_id: str, n
 
 def record_sync_run(conn: duckdb.DuckDBPyConnection, *, workspace_id: str | None, run_id: str, asset: str,
                     started_at: datetime, finished_at: datetime, status: str, stats: dict | None = None,
-                    rows_written: int = 0, error: str | None = None) -> None:
+                    rows_written: int = 0, error: str | None = None, workspace_label: str | None = None) -> None:
     """The pipeline's own health, read by the metrics snapshot."""
     stats = stats or {}
     conn.execute(
-        "INSERT INTO sync_runs (workspace_id, run_id, asset, started_at, finished_at, status, requests, retries, "
-        "rate_limited, rate_limit_remaining, rows_written, service_version, error) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [workspace_id, run_id, asset, started_at, finished_at, status, stats.get("requests"), stats.get("retries"),
-         stats.get("rate_limited"), stats.get("last_remaining"), rows_written, stats.get("service_version"),
+        "INSERT INTO sync_runs (workspace_id, workspace_label, run_id, asset, started_at, finished_at, status, "
+        "requests, retries, rate_limited, rate_limit_remaining, rows_written, service_version, error) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [workspace_id, workspace_label, run_id, asset, started_at, finished_at, status, stats.get("requests"),
+         stats.get("retries"), stats.get("rate_limited"), stats.get("last_remaining"), rows_written,
+         stats.get("service_version"),
          (error or "")[:500] or None],
     )

@@ -64,6 +64,6 @@ def test_sensor_asks_for_the_project_whose_scan_finished(sim, env):
     assert isinstance(skipped, dg.SkipReason) and "still running" in skipped.skip_message
     sim.advance(3600)
     with dg.build_sensor_context(resources=resources) as ctx:
-        request = scan_finished_sensor(ctx)
-    assert isinstance(request, dg.RunRequest)
+        (request,) = scan_finished_sensor(ctx)
+    assert isinstance(request, dg.RunRequest) and request.partition_key == "default"
     assert request.run_config["ops"]["issues"]["config"]["project_ids"] == [target["project_id"]]

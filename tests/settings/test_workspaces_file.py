@@ -67,7 +67,7 @@ def test_each_problem_is_one_line_naming_file_entry_and_field(tmp_path, text, sa
 
 
 def test_a_missing_file_names_the_variable(tmp_path):
-    with pytest.raises(ConfigError, match="SCANWATCH_WORKSPACES_FILE names .* which does not exist"):
+    with pytest.raises(ConfigError, match=r"SCANWATCH_WORKSPACES_FILE names .* which does not exist"):
         _ = Settings.load({"SCANWATCH_WORKSPACES_FILE": str(tmp_path / "nope.yml")}).workspaces
 
 

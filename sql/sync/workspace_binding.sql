@@ -1,0 +1,9 @@
+-- Is it safe to store what this key answered under this name? One row per conflict:
+--   'moved'  : the name is bound to another workspace id (the key now answers for another workspace);
+--   'taken'  : the workspace id is followed under another name already.
+SELECT 'moved' AS conflict, workspace_id AS other_id, coalesce(workspace_name, workspace_id) AS other_name
+FROM accounts WHERE workspace_label = $label AND workspace_id <> $workspace_id
+UNION ALL
+SELECT 'taken', workspace_id, workspace_label
+FROM accounts WHERE workspace_id = $workspace_id AND workspace_label IS DISTINCT FROM $label
+  AND workspace_label IS NOT NULL;

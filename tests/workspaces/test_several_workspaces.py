@@ -1,0 +1,131 @@
+"""Several workspaces in one deployment, over real HTTP: `scanwatch sync` and `scanwatch exporter` as a
+user runs them, against a simulator serving independent Pro workspaces, each with its own key and world."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from simulator.testing import SimConfig, serve_simulator
+from tests.e2e.stack import ROOT, Process, poll
+from tests.ingest.conftest import Oracle, query
+
+pytestmark = pytest.mark.timeout(600)
+
+FILE = """workspaces:
+  - name: acme
+    api_key_env: SCANWATCH_KEY_ACME
+  - name: beta
+    api_key_env: SCANWATCH_KEY_BETA
+  - name: gamma
+    base_url: {base_url}
+    api_key_env: SCANWATCH_KEY_GAMMA
+"""
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator:
+    with serve_simulator(SimConfig(seed=5, scale="small", clock="driven", control=True, rate_limit=100000,
+                                   pro_workspaces=2)) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def deployment(sim, tmp_path_factory) -> dict[str, str]:
+    tmp = tmp_path_factory.mktemp("workspaces")
+    (tmp / "workspaces.yml").write_text(FILE.format(base_url=sim.base_url))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_") and k != "DAGSTER_HOME"}
+    env.update({
+        "SCANWATCH_WORKSPACES_FILE": str(tmp / "workspaces.yml"), "SCANWATCH_BASE_URL": sim.base_url,
+        "SCANWATCH_KEY_ACME": sim.keys["pro"], "SCANWATCH_KEY_BETA": sim.keys["pro_2"],
+        "SCANWATCH_KEY_GAMMA": sim.keys["revoked"],
+        "SCANWATCH_DB": str(tmp / "history.duckdb"), "SCANWATCH_SNAPSHOT": str(tmp / "metrics.json"),
+    })
+    return env
+
+
+def _sync(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def first_sync(deployment) -> subprocess.CompletedProcess:
+    return _sync(deployment)
+
+
+def _ids(db: Path, sql: str) -> set[str]:
+    return {r[0] for r in query(db, sql)}
+
+
+def test_a_revoked_key_fails_its_workspace_alone_in_one_line(first_sync):
+    assert first_sync.returncode == 1
+    lines = first_sync.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("scanwatch sync: workspace gamma failed in account"), lines
+    assert "SCANWATCH_KEY_GAMMA" not in lines[0] or "rst_" not in lines[0].split("SCANWATCH_KEY_GAMMA")[-1]
+    assert re.match(r"scanwatch sync: ok \(acme, beta\) in ", first_sync.stdout), first_sync.stdout
+
+
+def test_each_healthy_workspace_is_fully_synced_under_its_own_id(sim, deployment, first_sync):
+    db = Path(deployment["SCANWATCH_DB"])
+    bound = dict(query(db, "SELECT workspace_label, workspace_id FROM accounts"))
+    assert bound == {"acme": sim.world.pro_workspace_ids[0], "beta": sim.world.pro_workspace_ids[1]}
+    for name, key in (("acme", "pro"), ("beta", "pro_2")):
+        truth = Oracle(sim.base_url, sim.keys[key]).state()
+        wid = bound[name]
+        assert _ids(db, f"SELECT id FROM issues WHERE workspace_id = '{wid}'") == set(truth["issues"])
+        assert _ids(db, f"SELECT id FROM scans WHERE workspace_id = '{wid}'") == set(truth["scans"])
+        assert _ids(db, f"SELECT id FROM projects WHERE workspace_id = '{wid}'") == {
+            p["id"] for p in truth["projects"]}
+    # Nothing under any other id, and no id twice.
+    for table in ("projects", "targets", "scans", "issues", "issue_events", "score_snapshots"):
+        assert _ids(db, f"SELECT DISTINCT workspace_id FROM {table}") == set(bound.values()), table
+    assert query(db, "SELECT count(*) - count(DISTINCT id) FROM issues") == [(0,)]
+
+
+def test_metrics_carry_the_healthy_workspaces_and_the_failed_ones_health(deployment, first_sync, tmp_path):
+    import urllib.request
+
+    exporter = Process("exporter", [sys.executable, "-m", "pipelines.cli", "exporter", "--port", "0",
+                                    "--listen-address", "127.0.0.1"], tmp_path, deployment)
+    try:
+        line = poll("the exporter's start line", lambda: re.search(r"(http://\S+/metrics)", exporter.tail()))
+        text = poll("a scrape", lambda: urllib.request.urlopen(line.group(1), timeout=5).read().decode())
+    finally:
+        exporter.stop()
+    for name in ("acme", "beta"):
+        assert re.search(rf'secscan_issues_open\{{[^}}]*workspace="{name}"', text), name
+        assert re.search(rf'secscan_sync_last_success_timestamp_seconds\{{workspace="{name}"\}} \d', text), name
+        assert re.search(rf'secscan_pipeline_last_run_success\{{asset="issues",workspace="{name}"\}} 1\.0', text)
+    assert re.search(r'secscan_pipeline_last_run_success\{asset="account",workspace="gamma"\} 0\.0', text)
+    assert re.search(r'secscan_pipeline_runs_total\{asset="account",status="failure",workspace="gamma"\} 1\.0', text)
+    assert deployment["SCANWATCH_KEY_ACME"] not in text and deployment["SCANWATCH_KEY_GAMMA"] not in text
+
+
+def test_one_workspace_can_be_synced_alone(deployment, first_sync):
+    db = Path(deployment["SCANWATCH_DB"])
+    before = query(db, "SELECT workspace_label, count(*) FROM sync_runs GROUP BY ALL ORDER BY 1")
+    done = _sync(deployment, "--workspace", "beta")
+    assert done.returncode == 0 and done.stdout.startswith("scanwatch sync: ok in "), done.stdout + done.stderr
+    after = dict(query(db, "SELECT workspace_label, count(*) FROM sync_runs GROUP BY ALL"))
+    assert after["beta"] > dict(before)["beta"] and after["acme"] == dict(before)["acme"]
+    unknown = _sync(deployment, "--workspace", "nope")
+    assert unknown.returncode == 2 and "no workspace named 'nope'" in unknown.stderr
+
+
+def test_a_key_pointed_at_another_workspace_is_refused_and_writes_nothing(sim, deployment, first_sync):
+    db = Path(deployment["SCANWATCH_DB"])
+    counts = query(db, "SELECT workspace_id, count(*) FROM issues GROUP BY ALL ORDER BY 1")
+    swapped = {**deployment, "SCANWATCH_KEY_ACME": sim.keys["pro_2"], "SCANWATCH_KEY_BETA": sim.keys["pro"]}
+    done = _sync(swapped, "--workspace", "acme")
+    assert done.returncode == 1
+    line = done.stderr.strip()
+    assert "workspace acme: its key now answers for workspace 'Pro Workspace 2'" in line and "\n" not in line
+    assert query(db, "SELECT workspace_id, count(*) FROM issues GROUP BY ALL ORDER BY 1") == counts
+    assert dict(query(db, "SELECT workspace_label, workspace_id FROM accounts"))["acme"] == sim.world.pro_workspace_ids[0]
