@@ -128,4 +128,5 @@ def test_a_key_pointed_at_another_workspace_is_refused_and_writes_nothing(sim, d
     line = done.stderr.strip()
     assert "workspace acme: its key now answers for workspace 'Pro Workspace 2'" in line and "\n" not in line
     assert query(db, "SELECT workspace_id, count(*) FROM issues GROUP BY ALL ORDER BY 1") == counts
-    assert dict(query(db, "SELECT workspace_label, workspace_id FROM accounts"))["acme"] == sim.world.pro_workspace_ids[0]
+    bound = dict(query(db, "SELECT workspace_label, workspace_id FROM accounts"))
+    assert bound["acme"] == sim.world.pro_workspace_ids[0]
