@@ -42,7 +42,7 @@ def build_history(path: Path, scale: dict[str, int]):
     conn.execute(f"""
     INSERT INTO accounts SELECT 'ws-1', 'Acme Corp', 'pro', true, NULL, TIMESTAMPTZ '2026-10-15', TIMESTAMPTZ
       '2026-11-14', 0, 50, 10, 25, {p}, 1, 20, '{{"full_audit": true, "repositories": true}}', '2026-10-13',
-      TIMESTAMPTZ '2026-01-01', TIMESTAMPTZ '2026-10-31 23:45:00+00';
+      TIMESTAMPTZ '2026-01-01', TIMESTAMPTZ '2026-10-31 23:45:00+00', NULL;
     INSERT INTO projects SELECT 'ws-1', 'p' || g, 'Project ' || g, 40 + g % 60, chr(CAST(65 + g % 5 AS INTEGER)),
       0, g = 3, TIMESTAMPTZ '2026-10-31', TIMESTAMPTZ '2026-01-01', TIMESTAMPTZ '2026-10-31', NULL FROM range({p}) r(g);
     INSERT INTO targets SELECT 'ws-1', 't' || g, 'p' || (g % {p}), CASE WHEN g % 10 = 0 THEN 'repository'
@@ -80,7 +80,7 @@ def build_history(path: Path, scale: dict[str, int]):
     INSERT INTO sync_runs SELECT 'ws-1', 'run' || (g // 6), (['account', 'projects', 'targets', 'issues', 'scans',
       'metrics_snapshot'])[1 + g % 6], TIMESTAMPTZ '2026-10-31' - to_minutes(15 * (g // 6)),
       TIMESTAMPTZ '2026-10-31' - to_minutes(15 * (g // 6)) + to_seconds(5), CASE WHEN g % 50 = 0 THEN 'failure'
-      ELSE 'success' END, 3, g % 2, CASE WHEN g % 40 = 0 THEN 1 ELSE 0 END, 100, 20, '2026-10-13', NULL
+      ELSE 'success' END, 3, g % 2, CASE WHEN g % 40 = 0 THEN 1 ELSE 0 END, 100, 20, '2026-10-13', NULL, NULL
       FROM range({r * 6}) r(g);
     """)
     return conn

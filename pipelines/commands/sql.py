@@ -47,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a cookbook name, a read-only SQL statement, or - to read SQL from stdin; none lists the cookbook",
     )
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
+    parser.add_argument("--workspace", metavar="NAME", default=None,
+                        help="only this workspace's rows (its name in SCANWATCH_WORKSPACES_FILE, or default)")
     parser.add_argument("--db", type=Path, help="DuckDB history file (default: SCANWATCH_DB or data/scanwatch.duckdb)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds a query may run before it is stopped (default {DEFAULT_TIMEOUT:g})")
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         sql = _resolve_sql(args.query, queries)
-        columns, rows = execute_read_only(_db_path(args.db), sql, timeout=args.timeout)
+        columns, rows = execute_read_only(_db_path(args.db), sql, timeout=args.timeout, workspace=args.workspace)
     except SqlCommandError as exc:
         print(f"scanwatch sql: {printable(exc)}", file=sys.stderr)
         return exc.code
@@ -93,9 +95,10 @@ def _resolve_sql(query: str, queries: dict[str, Any]) -> str:
     return text
 
 
-def execute_read_only(db: Path, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT
+def execute_read_only(db: Path, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT, workspace: str | None = None
                       ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run one read statement; four locks hold: read-only file, statement type, no file access, time limit."""
+    """Run one read statement; four locks hold: read-only file, statement type, no file access, time limit.
+    With `workspace`, every table shows that workspace's rows only."""
     import duckdb
 
     if timeout is not None and not timeout > 0:
@@ -117,6 +120,13 @@ def execute_read_only(db: Path, sql: str, *, timeout: float | None = DEFAULT_TIM
     timer = threading.Timer(timeout, con.interrupt) if timeout is not None else None
     try:
         con.execute("SET TimeZone = 'UTC'")
+        if workspace is not None:
+            from pipelines.workspace_scope import UnknownWorkspaceError, scope_to_workspace
+
+            try:
+                scope_to_workspace(con, workspace)
+            except UnknownWorkspaceError as exc:
+                raise SqlCommandError(str(exc)) from None
         con.execute("SET lock_configuration = true")
         statement = _single_read_statement(con, sql)
         if timer is not None:

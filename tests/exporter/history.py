@@ -142,7 +142,7 @@ def load_history(conn: duckdb.DuckDBPyConnection) -> None:
         )
     for ws, run, asset, started, finished, status, req, retries, limited, remaining, rows in SYNC_RUNS:
         conn.execute(
-            "INSERT INTO sync_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,'2026-10-13',NULL)",
+            "INSERT INTO sync_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,'2026-10-13',NULL,NULL)",
             [ws, run, asset, started, finished, status, req, retries, limited, remaining, rows],
         )
 

@@ -263,8 +263,8 @@ def test_open_issues_agree_with_the_cookbook(snapshot, history_conn):
 def test_a_run_with_a_failed_asset_is_not_a_successful_sync(history_conn):
     history_conn.execute(
         "INSERT INTO sync_runs VALUES ('ws-1','r3','account','2026-10-31T23:45:00Z','2026-10-31T23:45:05Z','success',"
-        "1,0,0,100,1,'2026-10-13',NULL), ('ws-1','r3','issues','2026-10-31T23:45:05Z','2026-10-31T23:46:00Z',"
-        "'failure',5,2,0,90,0,'2026-10-13','boom')")
+        "1,0,0,100,1,'2026-10-13',NULL,NULL), ('ws-1','r3','issues','2026-10-31T23:45:05Z','2026-10-31T23:46:00Z',"
+        "'failure',5,2,0,90,0,'2026-10-13','boom',NULL)")
     snap = build_snapshot(history_conn, now=NOW)
     acme = one(snap, "workspaces", workspace_id="ws-1")
     assert acme["last_success"] == datetime.fromisoformat("2026-10-31T23:31:00+00:00").timestamp()

@@ -130,3 +130,35 @@ def test_a_key_pointed_at_another_workspace_is_refused_and_writes_nothing(sim, d
     assert query(db, "SELECT workspace_id, count(*) FROM issues GROUP BY ALL ORDER BY 1") == counts
     bound = dict(query(db, "SELECT workspace_label, workspace_id FROM accounts"))
     assert bound["acme"] == sim.world.pro_workspace_ids[0]
+
+
+def _sql(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipelines.cli", "sql", *args, "--format", "json"], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_sql_and_the_cookbook_honour_the_workspace(sim, deployment, first_sync):
+    import json
+
+    db = Path(deployment["SCANWATCH_DB"])
+    bound = dict(query(db, "SELECT workspace_label, workspace_id FROM accounts"))
+    everything = json.loads(_sql(deployment, "open_issues_by_project").stdout)
+    per_workspace = {}
+    for name in ("acme", "beta"):
+        done = _sql(deployment, "open_issues_by_project", "--workspace", name)
+        assert done.returncode == 0, done.stderr
+        rows = json.loads(done.stdout)
+        projects = _ids(db, f"SELECT id FROM projects WHERE workspace_id = '{bound[name]}'")
+        assert rows and {r["project_id"] for r in rows} <= projects
+        per_workspace[name] = rows
+        seen = json.loads(_sql(deployment, "SELECT DISTINCT workspace_id FROM issues", "--workspace", name).stdout)
+        assert seen == [{"workspace_id": bound[name]}]
+        health = json.loads(_sql(deployment, "SELECT DISTINCT workspace_label FROM sync_runs WHERE asset = 'issues'",
+                                 "--workspace", name).stdout)
+        assert health == [{"workspace_label": name}]
+    assert len(per_workspace["acme"]) + len(per_workspace["beta"]) == len(everything)
+    gamma = json.loads(_sql(deployment, "SELECT count(*) AS n FROM sync_runs", "--workspace", "nope").stdout or "[]")
+    assert gamma == []
+    refused = _sql(deployment, "sla_breaches", "--workspace", "nope")
+    assert refused.returncode == 1
+    assert "no workspace named 'nope' in the history; it holds: acme, beta" in refused.stderr

@@ -1,0 +1,9 @@
+-- The history's tables that carry workspace_id: each is shown through a view of one workspace's rows.
+SELECT table_name, bool_or(column_name = 'workspace_label') AS has_label
+FROM information_schema.columns
+WHERE table_schema = 'main'
+  AND table_name IN (SELECT table_name FROM information_schema.tables
+                     WHERE table_schema = 'main' AND table_type = 'BASE TABLE')
+GROUP BY table_name
+HAVING bool_or(column_name = 'workspace_id')
+ORDER BY table_name;
