@@ -139,8 +139,9 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
     return {"median_ms": statistics.median(ordered) * 1000, "p99_ms": p99 * 1000, "max_ms": ordered[-1] * 1000}
 
 
-def run(quick: bool = False) -> dict:
-    """Run the benchmark; `quick` scrapes fewer times (same world size). Returns the figures as a dict."""
+def run(quick: bool = False, workspaces: int = 1) -> dict:
+    """Run the benchmark; `quick` scrapes fewer times (same world size); `workspaces` copies the large
+    world's history that many times under distinct workspaces. Returns the figures as a dict."""
     from pipelines.snapshot import build_snapshot, write_snapshot
 
     scrapes = 100 if quick else 300
@@ -148,6 +149,10 @@ def run(quick: bool = False) -> dict:
         tmp = Path(tmp_name)
         started = time.perf_counter()
         conn = build_history(tmp / "history.duckdb", LARGE)
+        if workspaces > 1:
+            from benchmarks.workspaces import replicate_workspaces
+
+            replicate_workspaces(conn, workspaces)
         history_s = time.perf_counter() - started
         started = time.perf_counter()
         snapshot = build_snapshot(conn, now=NOW, critical_info_limit=50)
@@ -212,6 +217,7 @@ def run(quick: bool = False) -> dict:
         "benchmark": "scrape",
         "quick": quick,
         "world": LARGE,
+        "workspaces": workspaces,
         "series": series,
         "snapshot_bytes": snapshot_bytes,
         "history_build_s": round(history_s, 2),
@@ -251,7 +257,8 @@ def _report(result: dict) -> None:
         ("exporter RSS idle / under writes / peak",
          "{idle} / {under_writes} / {peak} MiB".format(**result["exporter_rss_mib"])),
     ]
-    print_and_save(f"scanwatch exporter benchmark (large world, {result['scrapes']} scrapes at rest)", rows, result)
+    print_and_save(f"scanwatch exporter benchmark ({result['workspaces']} x large world, {result['scrapes']} "
+                   "scrapes at rest)", rows, result)
 
 
 def print_and_save(title: str, rows: list[tuple[str, str]], result: dict) -> None:
@@ -267,4 +274,5 @@ def print_and_save(title: str, rows: list[tuple[str, str]], result: dict) -> Non
 
 
 if __name__ == "__main__":
-    run(quick="--quick" in sys.argv[1:])
+    count = next((int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--workspaces=")), 1)
+    run(quick="--quick" in sys.argv[1:], workspaces=count)

@@ -20,15 +20,16 @@ class SimProcess:
     """`scanwatch simulator --clock driven --control` on a free port; stop it with `close()` or `with`."""
 
     def __init__(self, *, scale: str = "small", seed: int = 7, rate_limit: int = 120,
-                 rate_window: float = 60.0) -> None:
+                 rate_window: float = 60.0, workspaces: int = 1) -> None:
         self.scale, self.rate_limit, self.rate_window = scale, rate_limit, rate_window
         cmd = [sys.executable, "-m", "pipelines.cli", "simulator", "--port", "0", "--clock", "driven", "--control",
                "--scale", scale, "--seed", str(seed), "--rate-limit", str(rate_limit),
-               "--rate-window", str(rate_window)]
+               "--rate-window", str(rate_window), "--workspaces", str(workspaces)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
         self.base_url = self.api_key = ""
+        self.keys: list[str] = []  # one per Pro workspace, the main one first
         deadline = time.monotonic() + 60
-        while not (self.base_url and self.api_key):
+        while not (self.base_url and len(self.keys) == workspaces):
             line = self.proc.stdout.readline() if self.proc.stdout else ""
             if not line:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -36,8 +37,9 @@ class SimProcess:
                 continue
             if line.startswith("base URL:"):
                 self.base_url = line.split(":", 1)[1].strip()
-            elif line.startswith("API key:"):
-                self.api_key = line.split(":", 1)[1].strip()
+            elif line.startswith("API key"):
+                self.keys.append(line.split(":", 1)[1].strip())
+                self.api_key = self.keys[0]
         self.root_url = self.base_url[: -len("/v1")]
         self.control = httpx.Client(base_url=self.root_url + "/_sim", timeout=120)
 

@@ -138,8 +138,35 @@ def dashboard(uid: str, title: str, description: str, variables: list[dict], lay
     }
 
 
+WORKSPACE_COLUMNS = (  # (ref, header, expression per workspace, unit)
+    ("A", "open critical", 'sum by (workspace) (secscan:issues_open:sum{%s,severity="critical"})', "short"),
+    ("B", "open", "sum by (workspace) (secscan:issues_open:sum{%s})", "short"),
+    ("C", "SLA breached", "sum by (workspace) (secscan:issues_sla_breached:sum{%s})", "short"),
+    ("D", "lowest score", "min by (workspace) (secscan_project_score{%s})", "none"),
+    ("E", "quota used (max)", "max by (workspace) (secscan:quota_used:ratio{%s})", "percentunit"),
+    ("F", "sync ok", "min by (workspace) (secscan_pipeline_last_run_success{%s})", "short"),
+    ("G", "since last success", "secscan:sync_age_seconds{%s}", "s"),
+)
+
+
+def workspaces_table() -> dict:
+    """One row per followed workspace: its posture and whether scanwatch keeps it fresh."""
+    targets = [target(expr % WS, "", ref, instant=True, table=True) for ref, _, expr, _ in WORKSPACE_COLUMNS]
+    p = table("Workspaces: posture and sync health", targets, description=(
+        "One row per workspace. 'sync ok' is 0 when the last run of one of its assets failed (a revoked key, a "
+        "lapsed plan): that workspace alone is stale, the others are synced as usual."))
+    p["transformations"].append({"id": "organize", "options": {"renameByName": {
+        f"Value #{ref}": header for ref, header, _, _ in WORKSPACE_COLUMNS}}})
+    p["fieldConfig"]["overrides"] = [
+        {"matcher": {"id": "byName", "options": header}, "properties": [{"id": "unit", "value": unit}]}
+        for _, header, _, unit in WORKSPACE_COLUMNS]
+    return p
+
+
 def overview() -> dict:
     lay = Layout()
+    lay.row("Workspaces")
+    lay.add(workspaces_table(), 24, 6)
     lay.row("Posture")
     lay.add(stat("Open critical", f'sum(secscan:issues_open:sum{{{WS},severity="critical"}})', thresholds=RED_AT_1),
             4, 4)
@@ -227,8 +254,10 @@ def overview() -> dict:
         target(f"secscan_pipeline_last_run_success{{{WS}}}", "", "B", instant=True, table=True),
         target(f"secscan_pipeline_last_run_duration_seconds{{{WS}}}", "", "C", instant=True, table=True),
     ], unit="s"), 8, 8)
-    variables = [datasource_var(), query_var("workspace", "Workspace", "label_values(secscan_plan_info, workspace)",
-                                             multi=True, include_all=True)]
+    # Every followed workspace, also one that has never synced (it has pipeline health, not a plan yet).
+    variables = [datasource_var(), query_var(
+        "workspace", "Workspace", 'label_values(secscan_pipeline_last_run_success{asset="account"}, workspace)',
+        multi=True, include_all=True)]
     links = [{"title": "Project drill-down", "type": "link", "url": "/d/scanwatch-project", "icon": "dashboard",
               "includeVars": True, "keepTime": True}]
     return dashboard("scanwatch-overview", "scanwatch: overview",

@@ -22,6 +22,7 @@ REQUIRED_ALERTS = {
     "SecscanNewCriticalIssue", "SecscanProjectScoreDrop", "SecscanSlaBreached", "SecscanQuotaNearlyExhausted",
     "SecscanTrialEnding", "SecscanApiAccessLost", "SecscanSyncStale", "SecscanScansFailing",
     "SecscanNewCriticalIssuesUnlisted",
+    "SecscanSyncFailing",
 }
 METRIC = re.compile(r"\b(secscan[_:][a-zA-Z0-9_:]*)")
 
