@@ -37,6 +37,8 @@ DEMO_SCANS_CRON = "*/5 * * * *"
 DEMO_SCAN_SECONDS = 60
 _BASE_URL = re.compile(r"https?://[^\s'\"<>]+/v1\b")
 _API_KEY = re.compile(r"\b(?:rst|rat)_[0-9A-Za-z]{8,}")
+# The demo follows two of the simulator's workspaces: (name in the workspaces file, variable of its key).
+DEMO_WORKSPACES = (("acme", "SCANWATCH_KEY_ACME"), ("globex", "SCANWATCH_KEY_GLOBEX"))
 
 
 class _Stop(Exception):
@@ -127,11 +129,17 @@ class Demo:
                 return f"port {port} ({name}) is already in use; pick another with {flag} {port + 1}"
         return None
 
-    def _env(self, dirs: DemoDirs, base_url: str, api_key: str) -> dict[str, str]:
-        env = dict(os.environ)
+    def _env(self, dirs: DemoDirs, base_url: str, keys: list[str]) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k != "SCANWATCH_API_KEY"}
+        # Two workspaces, as a team following several would configure them: names in a file, keys in variables.
+        lines = ["workspaces:"]
+        for (name, variable), key in zip(DEMO_WORKSPACES, keys, strict=True):
+            lines += [f"  - name: {name}", f"    api_key_env: {variable}"]
+            env[variable] = key
+        (dirs.root / "workspaces.yml").write_text("\n".join(lines) + "\n")
         env.update({
             "SCANWATCH_BASE_URL": base_url,
-            "SCANWATCH_API_KEY": api_key,
+            "SCANWATCH_WORKSPACES_FILE": str(dirs.root / "workspaces.yml"),
             "SCANWATCH_DB": str(dirs.db),
             "SCANWATCH_SNAPSHOT": str(dirs.snapshot),
             "DAGSTER_HOME": str(dirs.dagster_home),
@@ -148,8 +156,8 @@ class Demo:
     def _bring_up_and_wait(self, dirs: DemoDirs) -> int:
         a = self.args
         say(f"scanwatch demo: data in {dirs.root}, logs in {dirs.logs}")
-        base_url, api_key = self._simulator(dirs)
-        env = self._env(dirs, base_url, api_key)
+        base_url, keys = self._simulator(dirs)
+        env = self._env(dirs, base_url, keys)
         # dagster dev takes 10 to 30 s to answer: it boots while the first sync runs, as soon as the sync has
         # created the instance's storage (both creating it at once breaks it).
         dagster: list[Child] = []
@@ -175,7 +183,7 @@ class Demo:
             wait_until(lambda: http_status(f"{dagster_url}/server_info") == 200, dagster[0], "/server_info",
                        timeout=120)
             say(f"  dagster     {dagster_url}")
-        self._print_guide(dirs, base_url, api_key, metrics_url, dagster_url, prometheus_url)
+        self._print_guide(dirs, base_url, keys[0], metrics_url, dagster_url, prometheus_url)
         return self._watch()
 
     def _start_dagster(self, dirs: DemoDirs, env: dict[str, str]) -> Child:
@@ -187,11 +195,11 @@ class Demo:
         return self._start("dagster", [self.python, "-m", "dagster", "dev", "-w", "workspace.yaml",
                                        "-p", str(self.args.dagster_port), "-h", "127.0.0.1"], env, cwd=dirs.root)
 
-    def _simulator(self, dirs: DemoDirs) -> tuple[str, str]:
+    def _simulator(self, dirs: DemoDirs) -> tuple[str, list[str]]:
         a = self.args
         argv = [self.python, "-m", "pipelines.cli", "simulator", "--host", "127.0.0.1", "--port", str(a.simulator_port),
                 "--seed", str(a.seed), "--scale", "small", "--clock", "real", "--control",
-                "--scan-seconds", f"{DEMO_SCAN_SECONDS:g}"]
+                "--scan-seconds", f"{DEMO_SCAN_SECONDS:g}", "--workspaces", str(len(DEMO_WORKSPACES))]
         if a.autopilot and a.autopilot > 0:
             argv += ["--autopilot", f"{a.autopilot:g}"]
         # The simulator needs none of the caller's SCANWATCH_* settings, least of all a real workspace's key.
@@ -199,25 +207,29 @@ class Demo:
         env.update(PYTHONUNBUFFERED="1", SCANWATCH_DEMO_DIR=str(dirs.root))
         child = self._start("simulator", argv, env)
         found: dict[str, str] = {}
+        keys: list[str] = []
 
         def announced() -> bool:
-            # The simulator prints its base URL and a working key; both are read from its log.
+            # The simulator prints its base URL and a working key per workspace; all are read from its log.
             text = child.log.read_text(errors="replace") if child.log.exists() else ""
-            for name, pattern in (("url", _BASE_URL), ("key", _API_KEY)):
-                match = pattern.search(text)
-                if match and name not in found:
-                    found[name] = match.group(0)
-            return len(found) == 2
+            match = _BASE_URL.search(text)
+            if match:
+                found["url"] = match.group(0)
+            keys[:] = [m.group(0) for line in text.splitlines() if line.startswith("API key")
+                       for m in [_API_KEY.search(line)] if m]
+            return "url" in found and len(keys) >= len(DEMO_WORKSPACES)
 
-        wait_until(announced, child, "base URL and API key in its output", timeout=60)
+        wait_until(announced, child, "base URL and API keys in its output", timeout=60)
         base_url = found["url"].rstrip("/")
         wait_until(lambda: http_status(f"{base_url}/account") is not None, child, "HTTP answer", timeout=30)
-        say(f"  simulator   {base_url}  (key {mask_key(found['key'])}, scale small, seed {a.seed})")
-        return base_url, found["key"]
+        say(f"  simulator   {base_url}  ({len(keys)} workspaces: "
+            f"{', '.join(f'{n} key {mask_key(k)}' for (n, _), k in zip(DEMO_WORKSPACES, keys, strict=False))}, "
+            f"scale small, seed {a.seed})")
+        return base_url, keys[: len(DEMO_WORKSPACES)]
 
     def _first_sync(self, env: dict[str, str], on_tick: Callable[[bool], None]) -> bool:
         """Through Dagster with DAGSTER_HOME set, so this run is the first one listed in the UI."""
-        say("  sync        first sync of the simulated workspace…")
+        say("  sync        first sync of the simulated workspaces (both at once)…")
         child = self._start("sync", [self.python, "-m", "pipelines.cli", "sync"], env)
         shown = 0
         summary = ""
@@ -303,7 +315,8 @@ class Demo:
             say(f"  Prometheus         {prometheus_url}/classic/graph?g0.expr={expr}&g0.tab=0")
             say(f"                     alerts: {prometheus_url}/classic/alerts   "
                 f"scrape target: {prometheus_url}/classic/targets")
-        say(f"  SQL cookbook       {self.sql_command(dirs)}   (lists the queries; run one by name)")
+        say(f"  SQL cookbook       {self.sql_command(dirs)}   (lists the queries; run one by name, "
+            f"--workspace {DEMO_WORKSPACES[0][0]} for one workspace)")
         if self.args.autopilot:
             say(f"The simulator starts a round of scans every {self.args.autopilot:g} s, so scores and issues move.")
         duration = self.args.duration
