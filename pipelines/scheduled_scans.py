@@ -24,6 +24,7 @@ class ScheduledScansConfig(dg.Config):
     quota_reserve: int = 5  # quick scans left untouched for people
     poll_seconds: float = 4.0  # the service asks for one poll every 3 to 5 seconds
     timeout_seconds: float = 900.0
+    workspace: str = ""  # the followed workspace the targets belong to (default: the first one listed)
 
 
 @dg.op(pool="duckdb")
@@ -32,7 +33,7 @@ def start_and_wait_for_scans(
     scanning_service: ScanningServiceResource, history: HistoryResource,
 ) -> dg.Output:
     tick = config.tick or context.run_id
-    with scanning_service.client() as client:
+    with scanning_service.client(config.workspace or Settings.load().workspace_names[0]) as client:
         account = client.get_account()
         quota = (account.get("quotas") or {}).get("quick_scans") or {}
         budget = int(quota.get("remaining") or 0) + int((account.get("pack_credits") or {}).get("scans") or 0)
