@@ -166,7 +166,7 @@ class Demo:
             if not a.no_dagster and not dagster and (sync_done or instance_initialised(dirs.dagster_home)):
                 dagster.append(self._start_dagster(dirs, env))
 
-        self._request_a_scan(base_url, api_key)
+        self._request_a_scan(base_url, keys[0])
         if not self._first_sync(env, start_dagster_when_ready):
             return 1
         start_dagster_when_ready(True)

@@ -41,7 +41,7 @@ def _assert_all_gone(ports: dict[str, int], marker: str) -> None:
     assert not leftovers, "processes left behind:\n" + "\n".join(leftovers)
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(480)
 def test_demo_comes_up_with_data_and_stops_clean(tmp_path):
     prometheus = prometheus_or_skip()
     ports = _ports()
@@ -50,8 +50,9 @@ def test_demo_comes_up_with_data_and_stops_clean(tmp_path):
     proc = start_demo(data_dir, ports, "--duration", "40", "--autopilot", "30", log=log)
     try:
         metrics = f"http://127.0.0.1:{ports['exporter']}/metrics"
-        wait_for(lambda: "secscan_project_score{" in get(metrics)[1], "secscan_project_score on /metrics",
-                 proc, log, timeout=90)
+        # Two workspaces are followed: both appear, under the names of the demo's workspaces file.
+        wait_for(lambda: all(f'workspace="{name}"' in get(metrics)[1] for name in ("acme", "globex")),
+                 "secscan_project_score of both workspaces on /metrics", proc, log, timeout=240)
         wait_for(lambda: get(f"http://127.0.0.1:{ports['dagster']}/server_info")[0] == 200,
                  "Dagster /server_info", proc, log, timeout=120)
         up = time.monotonic() - started
@@ -84,7 +85,7 @@ def test_demo_comes_up_with_data_and_stops_clean(tmp_path):
         output = log.read_text()
         assert proc.returncode == 0, output
         assert "Ctrl-C" in output and f"127.0.0.1:{ports['dagster']}" in output
-        assert "sync        ok in" in output
+        assert "sync        ok (acme, globex) in" in output
         key = re.search(r"rst_\w+", (data_dir / "logs" / "simulator.log").read_text()).group(0)
         assert key not in output, "the API key must only ever be shown masked"
     finally:
@@ -150,14 +151,14 @@ def _assert_the_sql_line_works_when_pasted(banner: str, elsewhere) -> None:
     assert "sla_breaches" in result.stdout
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(360)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_signal_stops_everything_and_exits_zero(tmp_path, sig):
     ports = _ports()
     data_dir, log = tmp_path / "demo", tmp_path / "demo.out"
     proc = start_demo(data_dir, ports, "--no-dagster", "--no-prometheus", log=log)
     try:
-        wait_for(lambda: "Ctrl-C to stop" in log.read_text(), "the ready banner", proc, log, timeout=90)
+        wait_for(lambda: "Ctrl-C to stop" in log.read_text(), "the ready banner", proc, log, timeout=240)
         # A terminal's Ctrl-C goes to the foreground process group: the demo's, not its children's.
         os.killpg(proc.pid, sig)
         proc.wait(timeout=30)
@@ -168,13 +169,13 @@ def test_signal_stops_everything_and_exits_zero(tmp_path, sig):
     _assert_all_gone({k: v for k, v in ports.items() if k in ("simulator", "exporter")}, str(data_dir))
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(360)
 def test_a_child_that_dies_stops_the_rest_with_its_name(tmp_path):
     ports = _ports()
     data_dir, log = tmp_path / "demo", tmp_path / "demo.out"
     proc = start_demo(data_dir, ports, "--no-dagster", "--no-prometheus", log=log)
     try:
-        wait_for(lambda: "Ctrl-C to stop" in log.read_text(), "the ready banner", proc, log, timeout=90)
+        wait_for(lambda: "Ctrl-C to stop" in log.read_text(), "the ready banner", proc, log, timeout=240)
         simulator = [line.split(":", 1)[0] for line in processes_mentioning(str(data_dir))
                      if "pipelines.cli simulator" in line]
         assert simulator, "the simulator process was not found"

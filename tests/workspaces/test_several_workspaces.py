@@ -162,3 +162,48 @@ def test_sql_and_the_cookbook_honour_the_workspace(sim, deployment, first_sync):
     refused = _sql(deployment, "sla_breaches", "--workspace", "nope")
     assert refused.returncode == 1
     assert "no workspace named 'nope' in the history; it holds: acme, beta" in refused.stderr
+
+
+AUTOMATION = """
+import json, datetime
+import dagster as dg
+from pipelines.definitions import defs
+from pipelines.resources import default_resources
+from pipelines.sensors import scan_finished_sensor
+from pipelines.partitions import WORKSPACES
+
+schedule = next(s for s in defs.schedules if s.name == "refresh_schedule")
+when = datetime.datetime(2026, 11, 1, 12, 15, tzinfo=datetime.UTC)
+with dg.build_schedule_context(scheduled_execution_time=when) as ctx:
+    ticks = schedule(ctx)
+with dg.build_sensor_context(resources=default_resources()) as ctx:
+    polled = scan_finished_sensor(ctx)
+print(json.dumps({
+    "partitions": WORKSPACES.get_partition_keys(),
+    "schedule": [[r.partition_key, r.run_key] for r in ticks],
+    "sensor": [[r.partition_key, r.run_config["ops"]["issues"]["config"]["project_ids"]] for r in polled]
+              if isinstance(polled, list) else polled.skip_message,
+}))
+"""
+
+
+def test_schedules_and_the_sensor_cover_every_workspace(sim, deployment, first_sync):
+    import json
+
+    from tests.ingest.conftest import Oracle
+
+    # A scan started in acme's world is queued in the history after a sync of acme, then finishes.
+    oracle = Oracle(sim.base_url, sim.keys["pro"])
+    target = oracle.walk("/projects")[0]["targets"][0]
+    oracle.http.post(f"/targets/{target['id']}/scans", json={},
+                     headers={"Idempotency-Key": "ws-sensor-1"}).raise_for_status()
+    assert _sync(deployment, "--workspace", "acme", "--full-reconcile").returncode == 0
+    sim.advance(3600)
+    done = subprocess.run([sys.executable, "-c", AUTOMATION], env=deployment, cwd=ROOT, capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["partitions"] == ["acme", "beta", "gamma"]
+    assert seen["schedule"] == [[n, f"{n}-20261101T1215"] for n in ("acme", "beta", "gamma")]
+    # Only acme had a queued scan; beta has none and gamma's key is refused: neither holds acme back.
+    assert seen["sensor"] == [["acme", [target["project_id"]]]]
