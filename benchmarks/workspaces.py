@@ -45,7 +45,7 @@ def first_sync(sim: SimProcess, count: int, folder: Path) -> dict:
 
 
 def run(quick: bool = False, count: int = 4) -> dict:
-    scale, limit, window = ("small", 20, 2.0) if quick else ("medium", 120, 12.0)
+    scale, limit, window = ("small", 4, 2.0) if quick else ("medium", 20, 5.0)
     with SimProcess(scale=scale, seed=7, rate_limit=limit, rate_window=window, workspaces=count) as sim, \
             tempfile.TemporaryDirectory(prefix="scanwatch-bench-ws-") as tmp:
         one = first_sync(sim, 1, Path(tmp) / "one")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -60,8 +61,19 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
     names = [workspace] if workspace else Settings.load().workspace_names
     if len(names) == 1:  # in the main thread, where Ctrl-C lands in the run itself
         return _materialize_workspace(names[0], full_reconcile, console_level)
-    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="scanwatch-sync") as pool:
-        parts = list(pool.map(lambda name: _materialize_workspace(name, full_reconcile, console_level), names))
+    # Dagster's compute-log capture swaps file descriptors 1 and 2 for each step and puts back what it
+    # found; steps of concurrent runs interleave, so the last one may "restore" another's capture file.
+    # The terminal's descriptors are put back here, whatever order the runs ended in.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    try:
+        with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="scanwatch-sync") as pool:
+            parts = list(pool.map(lambda name: _materialize_workspace(name, full_reconcile, console_level), names))
+    finally:
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
     return Outcome.combine(parts)
 
 

@@ -38,7 +38,7 @@ def issues(
             expected = {pid: n for pid, n, _ in conn.execute(read_sql("sync/list_expectations.sql"),
                                                              {"workspace_id": step.workspace_id}).fetchall()}
 
-        progress = Progress("issues", len(todo), client)
+        progress = Progress(step.named("issues"), len(todo), client)
         progress.announce(pages, floor=first_read)
 
         def read(project_id: str) -> list[dict] | None:

@@ -48,7 +48,7 @@ def scans(
                                                              {"workspace_id": step.workspace_id}).fetchall()}
         todo = [(pid, fp) for pid, fp, _ in listed]
 
-        progress = Progress("scans", len(todo), client)
+        progress = Progress(step.named("scans"), len(todo), client)
         unread: set[str] = set()
 
         def read(project_id: str) -> list[dict]:

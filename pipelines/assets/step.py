@@ -43,6 +43,10 @@ class Step:
         """The history, held only for one read or one merge."""
         return self.history.get_connection()
 
+    def named(self, what: str) -> str:
+        """A progress line's subject: with several workspaces synced at once, whose it is."""
+        return f"{self.label} {what}" if self.label else what
+
     def add(self, result: MergeResult) -> MergeResult:
         self.merged.append(result)
         return result

@@ -207,3 +207,14 @@ def test_schedules_and_the_sensor_cover_every_workspace(sim, deployment, first_s
     assert seen["schedule"] == [[n, f"{n}-20261101T1215"] for n in ("acme", "beta", "gamma")]
     # Only acme had a queued scan; beta has none and gamma's key is refused: neither holds acme back.
     assert seen["sensor"] == [["acme", [target["project_id"]]]]
+
+
+def test_with_dagster_home_the_summary_still_reaches_the_terminal(deployment, first_sync, tmp_path):
+    # Concurrent runs' compute-log capture once left stdout pointing at a Dagster log file: the summary
+    # vanished from the terminal (and the demo's banner showed an empty sync line).
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    done = _sync({**deployment, "DAGSTER_HOME": str(home)})
+    assert done.returncode == 1
+    assert re.match(r"scanwatch sync: ok \(acme, beta\) in ", done.stdout), (done.stdout, done.stderr)
+    assert done.stderr.strip().splitlines()[-1].startswith("scanwatch sync: workspace gamma failed in account")
