@@ -68,8 +68,12 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
     sys.stderr.flush()
     saved = {fd: os.dup(fd) for fd in (1, 2)}
     try:
+        # One instance of DAGSTER_HOME for all the runs: its first use creates its storage, and two runs
+        # creating it at once break it. Without DAGSTER_HOME each run keeps its own in-memory instance.
+        instance = _instance() if os.environ.get("DAGSTER_HOME") else None
         with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="scanwatch-sync") as pool:
-            parts = list(pool.map(lambda name: _materialize_workspace(name, full_reconcile, console_level), names))
+            parts = list(pool.map(
+                lambda name: _materialize_workspace(name, full_reconcile, console_level, instance), names))
     finally:
         for fd, copy in saved.items():
             os.dup2(copy, fd)
@@ -77,8 +81,13 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
     return Outcome.combine(parts)
 
 
-def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: str) -> Outcome:
-    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+def _instance() -> dg.DagsterInstance:
+    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+
+
+def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: str,
+                           instance: dg.DagsterInstance | None = None) -> Outcome:
+    instance = instance or _instance()
     run_config = {
         "ops": {"issues": {"config": {"full_reconcile": full_reconcile}},
                 "scans": {"config": {"all_projects": full_reconcile}}},
