@@ -59,8 +59,12 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
     from pipelines.settings import Settings
 
     names = [workspace] if workspace else Settings.load().workspace_names
-    if len(names) == 1:  # in the main thread, where Ctrl-C lands in the run itself
-        return _materialize_workspace(names[0], full_reconcile, console_level)
+    if len(names) == 1 or os.environ.get("DAGSTER_HOME"):
+        # One at a time in the main thread, where Ctrl-C lands in the run itself. With DAGSTER_HOME the runs
+        # are recorded in its SQLite storage, and in-process runs sharing it from several threads were seen
+        # to deadlock; the schedules' runs, separate processes, still read the workspaces at once.
+        parts = [_materialize_workspace(name, full_reconcile, console_level) for name in names]
+        return Outcome.combine(parts)
     # Dagster's compute-log capture swaps file descriptors 1 and 2 for each step and puts back what it
     # found; steps of concurrent runs interleave, so the last one may "restore" another's capture file.
     # The terminal's descriptors are put back here, whatever order the runs ended in.
@@ -68,12 +72,8 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
     sys.stderr.flush()
     saved = {fd: os.dup(fd) for fd in (1, 2)}
     try:
-        # One instance of DAGSTER_HOME for all the runs: its first use creates its storage, and two runs
-        # creating it at once break it. Without DAGSTER_HOME each run keeps its own in-memory instance.
-        instance = _instance() if os.environ.get("DAGSTER_HOME") else None
         with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="scanwatch-sync") as pool:
-            parts = list(pool.map(
-                lambda name: _materialize_workspace(name, full_reconcile, console_level, instance), names))
+            parts = list(pool.map(lambda name: _materialize_workspace(name, full_reconcile, console_level), names))
     finally:
         for fd, copy in saved.items():
             os.dup2(copy, fd)
@@ -85,9 +85,8 @@ def _instance() -> dg.DagsterInstance:
     return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
 
 
-def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: str,
-                           instance: dg.DagsterInstance | None = None) -> Outcome:
-    instance = instance or _instance()
+def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: str) -> Outcome:
+    instance = _instance()
     run_config = {
         "ops": {"issues": {"config": {"full_reconcile": full_reconcile}},
                 "scans": {"config": {"all_projects": full_reconcile}}},

@@ -229,7 +229,7 @@ class Demo:
 
     def _first_sync(self, env: dict[str, str], on_tick: Callable[[bool], None]) -> bool:
         """Through Dagster with DAGSTER_HOME set, so this run is the first one listed in the UI."""
-        say("  sync        first sync of the simulated workspaces (both at once)…")
+        say("  sync        first sync of the two simulated workspaces…")
         child = self._start("sync", [self.python, "-m", "pipelines.cli", "sync"], env)
         shown = 0
         summary = ""
