@@ -43,8 +43,8 @@ def test_a_vanished_scan_is_settled_and_never_polled_again_while_the_others_go_o
     _remove_scan(sim, gone["id"])
     sim.advance(3600)  # the other one finishes
 
-    request = _sensor(sim, env)  # one 404 does not fail the tick, the finished scan still asks for its refresh
-    assert isinstance(request, dg.RunRequest)
+    (request,) = _sensor(sim, env)  # one 404 does not fail the tick, the finished scan still asks for its refresh
+    assert isinstance(request, dg.RunRequest) and request.partition_key == "default"
     assert request.run_config["ops"]["issues"]["config"]["project_ids"] == [kept_project(sim, kept)]
 
     assert run_sync().success
