@@ -50,11 +50,11 @@ def metrics_snapshot(
 
     At the end of a workspace's first sync it also reconstructs the days before it from the scans and issues
     just read (`scanwatch backfill`), so the history starts with the past the service already held."""
-    with sync_step(context, "metrics_snapshot", history, None) as step:
-        rebuilt = reconstruct(step.conn, now=step.now, only_new=True)
+    with sync_step(context, "metrics_snapshot", history, None) as step, step.db() as conn:
+        rebuilt = reconstruct(conn, now=step.now, only_new=True)
         for result in rebuilt:
             context.log.info("reconstructed the past of %s", result.describe())
-        path = refresh_snapshot(step.conn, path=Path(config.path) if config.path else None, now=step.now,
+        path = refresh_snapshot(conn, path=Path(config.path) if config.path else None, now=step.now,
                                 sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
                                 critical_new_limit=config.critical_new_limit)
     return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path)),
