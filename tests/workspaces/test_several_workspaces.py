@@ -79,10 +79,12 @@ def test_each_healthy_workspace_is_fully_synced_under_its_own_id(sim, deployment
     for name, key in (("acme", "pro"), ("beta", "pro_2")):
         truth = Oracle(sim.base_url, sim.keys[key]).state()
         wid = bound[name]
-        assert _ids(db, f"SELECT id FROM issues WHERE workspace_id = '{wid}'") == set(truth["issues"])
-        assert _ids(db, f"SELECT id FROM scans WHERE workspace_id = '{wid}'") == set(truth["scans"])
+        assert _ids(db, f"SELECT id FROM issues WHERE workspace_id = '{wid}'") == {
+            i["id"] for i in truth.all_issues()}
+        assert _ids(db, f"SELECT id FROM scans WHERE workspace_id = '{wid}'") == {
+            s["id"] for rows in truth.scans.values() for s in rows}
         assert _ids(db, f"SELECT id FROM projects WHERE workspace_id = '{wid}'") == {
-            p["id"] for p in truth["projects"]}
+            p["id"] for p in truth.projects}
     # Nothing under any other id, and no id twice.
     for table in ("projects", "targets", "scans", "issues", "issue_events", "score_snapshots"):
         assert _ids(db, f"SELECT DISTINCT workspace_id FROM {table}") == set(bound.values()), table
