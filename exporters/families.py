@@ -197,6 +197,10 @@ def _projects(tables: dict, f: Families, ws: Callable[[dict], str]) -> None:
         if s.get("finished"):
             f.counter("secscan_scans", "Scans seen finished, by kind and final status.", [*PROJECT, "kind",
                       "status"], [*v, s["status"]], s.get("scans"))
+            if s["kind"] == "quick":  # the scan the service runs when an asked audit falls back
+                f.counter("secscan_scans_audit_fallback", "Audits asked for that ran as quick scans because the "
+                          "site's proof no longer held, by final status.", [*PROJECT, "status"],
+                          [*v[:3], s["status"]], s.get("audit_fallback"))
         else:
             f.gauge("secscan_scans_pending", "Scans not finished yet, by kind and status.", [*PROJECT, "kind",
                     "status"], [*v, s["status"]], s.get("scans"))

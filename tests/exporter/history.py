@@ -43,6 +43,8 @@ TARGETS = [
     ("ws-1", "t2", "p1", "repository", "acme/shop", True, 75, "C", None),
     ("ws-1", "t3", "p2", "domain", "blog.example.com", False, None, None, 4),
 ]
+# s1 was asked as an audit: the site's proof had lapsed, so the service ran a quick scan (audit_fallback).
+AUDIT_FALLBACK_SCANS = {"s1"}
 SCANS = [
     # workspace, id, target, project, kind, status, coverage, created_at, finished_at
     ("ws-1", "s1", "t1", "p1", "quick", "done", 0.8, "2026-10-30T10:00:00Z", "2026-10-30T10:01:00Z"),
@@ -118,8 +120,8 @@ def load_history(conn: duckdb.DuckDBPyConnection) -> None:
         )
     for ws, sid, tid, pid, kind, status, coverage, created, finished in SCANS:
         conn.execute(
-            "INSERT INTO scans VALUES (?,?,?,?,?,?,NULL,NULL,?,false,false,NULL,?,?,?,?)",
-            [ws, sid, tid, pid, kind, status, coverage, created, finished, seen, seen],
+            "INSERT INTO scans VALUES (?,?,?,?,?,?,NULL,NULL,?,?,false,NULL,?,?,?,?)",
+            [ws, sid, tid, pid, kind, status, coverage, sid in AUDIT_FALLBACK_SCANS, created, finished, seen, seen],
         )
     for iid, pid, tid, family, severity, status, first_seen, fixed_at in ISSUES:
         ws = "ws-1"

@@ -82,6 +82,8 @@ def test_issue_four_metrics(snap_path):
     assert value(s, "secscan_sla_seconds", severity="high") == 30 * 86400
     assert value(s, "secscan_scans_total", project_id="p1", kind="audit", status="failed") == 1
     assert value(s, "secscan_scans_pending", project_id="p2", kind="quick", status="queued") == 1
+    assert value(s, "secscan_scans_audit_fallback_total", project_id="p1", status="done") == 1
+    assert value(s, "secscan_scans_audit_fallback_total", project_id="p1", status="failed") == 0
     assert value(s, "secscan_target_coverage_ratio", target_id="t2") == 0.5
     assert value(s, "secscan_target_last_scan_failed", target_id="t1") == 1
     assert value(s, "secscan_quota_period_end_timestamp_seconds", workspace="Acme") == 1794614400.0
