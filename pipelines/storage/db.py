@@ -6,6 +6,7 @@ Migrations are numbered `.sql` files applied in order, each in its own transacti
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -60,7 +61,10 @@ def migrate(conn: duckdb.DuckDBPyConnection, *, target: int | None = None) -> li
             raise
         applied.append(version)
     if _has_table(conn, "severities"):  # a history at schema 3 or later (a test may stop before)
-        write_vocabulary(conn)
+        # Another connection of this process (a second workspace's step) may rewrite the same
+        # definition at the same moment; its copy is this one, so a conflict leaves nothing to redo.
+        with contextlib.suppress(duckdb.TransactionException):
+            write_vocabulary(conn)
     return applied
 
 
