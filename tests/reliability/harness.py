@@ -17,7 +17,6 @@ from pathlib import Path
 import duckdb
 
 ROOT = Path(__file__).resolve().parents[2]
-SOAK = os.environ.get("SCANWATCH_SOAK") == "1"
 
 # Columns that record when scanwatch looked, not what the service said.
 OBSERVED = ("first_observed_at", "last_observed_at", "observed_at", "removed_at", "workspace_id")

@@ -1,10 +1,13 @@
-"""A plain httpx loop walks every list of `--scale large` at limit=100: the benchmark's access pattern."""
+"""A plain httpx loop walks every list at limit=100: the benchmark's access pattern.
+
+The medium world runs in CI; the large one (the benchmark's own world, whose walk time `python -m benchmarks`
+reports as the first sync) only in the soak.
+"""
 
 from __future__ import annotations
 
-import time
-
 import httpx
+import pytest
 
 from simulator.testing import serve_simulator
 
@@ -36,24 +39,27 @@ def walk_everything(base_url: str, headers: dict[str, str]) -> dict[str, int]:
     return counts
 
 
+def visible_issues(w) -> int:
+    """Issues of the main workspace a client can list (those of unproved sites are hidden)."""
+    main = w.workspaces[w.main_workspace_id].project_ids
+    return sum(len(w.targets[t].issue_ids) for p in main for t in w.projects[p].target_ids
+               if w.target_visible(w.targets[t]))
+
+
+@pytest.mark.slow
 def test_walk_every_list_of_large() -> None:
     with serve_simulator(sim_config(scale="large", seed=3)) as sim:
-        t = time.perf_counter()
         counts = walk_everything(sim.base_url, sim.headers())
-        elapsed = time.perf_counter() - t
-        w = sim.world
-        main = [p for p in w.workspaces[w.main_workspace_id].project_ids]
-        visible = sum(len(w.targets[t].issue_ids) for p in main for t in w.projects[p].target_ids
-                      if w.target_visible(w.targets[t]))
-    print(f"large walk: {counts} in {elapsed:.1f}s")
+        visible = visible_issues(sim.world)
     assert counts["projects"] == 20
     assert counts["issues"] == visible > 35_000
     assert counts["scans"] > 15_000
-    assert elapsed < 60
 
 
 def test_walk_every_list_of_medium() -> None:
-    """A quicker variant of the same walk."""
+    """The short form of the same walk: every list paged to its end, every item once."""
     with serve_simulator(sim_config(scale="medium", seed=3)) as sim:
         counts = walk_everything(sim.base_url, sim.headers())
-    assert counts["projects"] == 8 and counts["issues"] > 3_000 and counts["scans"] > 2_000
+        visible = visible_issues(sim.world)
+    assert counts["projects"] == 8 and counts["scans"] > 2_000
+    assert counts["issues"] == visible > 3_000

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 
 from simulator.clock import iso, make_clock
@@ -101,15 +99,12 @@ def test_scales() -> None:
     targets = [t for p in main.project_ids for t in small.projects[p].target_ids]
     assert len(targets) == 8
     assert 200 <= sum(len(small.targets[t].issue_ids) for t in targets) <= 600
-    t0 = time.perf_counter()
     large = build_world(SimConfig(scale="large", seed=3), make_clock("driven"))
-    elapsed = time.perf_counter() - t0
     main = large.workspaces[large.main_workspace_id]
     assert len(main.project_ids) == 20
     targets = [t for p in main.project_ids for t in large.projects[p].target_ids]
     assert len(targets) == 200
     assert 40_000 <= sum(len(large.targets[t].issue_ids) for t in targets) <= 60_000
     assert 16_000 <= sum(len(large.targets[t].scan_ids) for t in targets) <= 24_000
-    assert elapsed < 5.0
     real = build_world(SimConfig(scale="small", seed=3, clock="real"), make_clock("real"))
     assert sorted(real.issues) == sorted(build_world(SimConfig(scale="small", seed=3), make_clock("driven")).issues)

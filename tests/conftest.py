@@ -1,0 +1,22 @@
+"""The one switch between CI and the soak: `slow` long forms run only with SCANWATCH_SOAK=1 (`make soak`).
+
+Every suite keeps a short form of what its long forms check in the default run (`make test`), so marking a
+test `slow` moves only extra rounds, seeds and scales out of CI, never a behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+SOAK = os.environ.get("SCANWATCH_SOAK") == "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if SOAK:
+        return
+    skip = pytest.mark.skip(reason="soak only: set SCANWATCH_SOAK=1 (make soak)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
