@@ -31,6 +31,15 @@ def env(sim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return db
 
 
+@pytest.fixture
+def scheduled_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple]:
+    """(simulator, history) for the scheduled-scan suites: scans end at once, a first sync is done."""
+    from tests.ingest.scheduled import synced_world
+
+    with synced_world(tmp_path, monkeypatch) as sim_db:
+        yield sim_db
+
+
 def run_sync(**kw):
     from pipelines.materialize import materialize_all
 

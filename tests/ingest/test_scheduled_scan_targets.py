@@ -3,42 +3,8 @@ projects are skipped, and the budget is kept per quota kind with pack credits an
 
 from __future__ import annotations
 
-import pytest
-
-from simulator.testing import SimConfig, serve_simulator
-from tests.ingest.conftest import Oracle, query, run_sync
-
-
-@pytest.fixture
-def world(tmp_path, monkeypatch):
-    with serve_simulator(SimConfig(seed=5, scale="small", clock="driven", control=True, rate_limit=100000,
-                                   scan_seconds=0)) as sim:
-        db = tmp_path / "h.duckdb"
-        monkeypatch.setenv("SCANWATCH_BASE_URL", sim.base_url)
-        monkeypatch.setenv("SCANWATCH_API_KEY", sim.api_key)
-        monkeypatch.setenv("SCANWATCH_DB", str(db))
-        assert run_sync().success
-        yield sim, db
-
-
-def _run(sim, db, targets: list[str], *, kind: str = "quick", reserve: int = 0, tick: str = "20261124T0300"):
-    from pipelines.resources import HistoryResource, ScanningServiceResource
-    from pipelines.scheduled_scans import scheduled_scans_job
-
-    result = scheduled_scans_job.execute_in_process(
-        run_config={"ops": {"start_and_wait_for_scans": {"config": {
-            "target_ids": targets, "tick": tick, "kind": kind, "quota_reserve": reserve, "poll_seconds": 0.05}}}},
-        resources={"scanning_service": ScanningServiceResource(base_url=sim.base_url, api_key=sim.api_key),
-                   "history": HistoryResource(database=str(db))},
-        raise_on_error=False,
-    )
-    assert result.success, "one target's refusal must not fail the run"
-    output = next(e for e in result.all_events if e.event_type_value == "STEP_OUTPUT")
-    return {k: v.value for k, v in output.event_specific_data.metadata.items()}
-
-
-def _account(sim) -> dict:
-    return Oracle(sim.base_url, sim.api_key).http.get("/account").json()
+from tests.ingest.conftest import query
+from tests.ingest.scheduled import read_account, run_scheduled
 
 
 def _latest_kinds(db, targets: list[str]) -> dict[str, tuple]:
@@ -52,11 +18,11 @@ def _skips(db) -> dict[str, tuple]:
             query(db, "SELECT target_id, status, reason FROM scan_request_skips")}
 
 
-def test_the_kind_fits_each_target(world):
-    sim, db = world
+def test_the_kind_fits_each_target(scheduled_world):
+    sim, db = scheduled_world
     repo = sim.target_ids(kind="repository")[0]
     proved, unproved = sim.target_ids(kind="domain", verified=True)[0], sim.target_ids(kind="domain", verified=False)[0]
-    meta = _run(sim, db, [repo, proved, unproved], kind="audit")
+    meta = run_scheduled(sim, db, [repo, proved, unproved], kind="audit")
     assert meta["started"] == 3 and meta["skipped"] == 0
     kinds = _latest_kinds(db, [repo, proved, unproved])
     assert kinds[repo][0] == "repository"
@@ -64,14 +30,14 @@ def test_the_kind_fits_each_target(world):
     assert kinds[unproved][0] == "quick"  # an audit needs a proved site: the site gets the scan it allows
 
 
-def test_refusals_are_recorded_per_target_and_the_others_go_on(world):
-    sim, db = world
+def test_refusals_are_recorded_per_target_and_the_others_go_on(scheduled_world):
+    sim, db = scheduled_world
     repo, site = sim.target_ids(kind="repository")[0], sim.target_ids(kind="domain")[0]
     sim.set_faults(repository_host_down=True)
-    used = _account(sim)["quotas"]["quick_scans"]["used"]
-    meta = _run(sim, db, [repo, site, "00000000-0000-4000-8000-000000000000"])
+    used = read_account(sim)["quotas"]["quick_scans"]["used"]
+    meta = run_scheduled(sim, db, [repo, site, "00000000-0000-4000-8000-000000000000"])
     assert meta["started"] == 1
-    assert _account(sim)["quotas"]["quick_scans"]["used"] == used + 1
+    assert read_account(sim)["quotas"]["quick_scans"]["used"] == used + 1
     skips = _skips(db)
     assert skips[repo] == (409, "repository_host_unavailable")
     assert skips["00000000-0000-4000-8000-000000000000"] == (None, "target_not_listed")
@@ -79,44 +45,44 @@ def test_refusals_are_recorded_per_target_and_the_others_go_on(world):
 
     sim.clear_faults()
     sim.set_faults(busy_rate=1.0)
-    meta = _run(sim, db, [site, sim.target_ids(kind="domain")[1]], tick="20261124T0400")
+    meta = run_scheduled(sim, db, [site, sim.target_ids(kind="domain")[1]], tick="20261124T0400")
     assert meta["started"] == 0 and meta["skipped"] == 2
     busy = query(db, "SELECT count(*) FROM scan_request_skips WHERE status = 503 AND reason = 'platform_busy'")
     assert busy == [(2,)]
 
 
-def test_paused_projects_are_skipped(world):
-    sim, db = world
+def test_paused_projects_are_skipped(scheduled_world):
+    sim, db = scheduled_world
     paused_project, other_project = sim.project_ids()[:2]
     sites = [t for t in sim.target_ids(kind="domain") if sim.world.targets[t].project_id == paused_project][:1]
     others = [t for t in sim.target_ids(kind="domain") if sim.world.targets[t].project_id == other_project][:1]
     sim.pause_project(paused_project)
-    used = _account(sim)["quotas"]["quick_scans"]["used"]
-    meta = _run(sim, db, sites + others)
-    assert meta["started"] == 1 and _account(sim)["quotas"]["quick_scans"]["used"] == used + 1
+    used = read_account(sim)["quotas"]["quick_scans"]["used"]
+    meta = run_scheduled(sim, db, sites + others)
+    assert meta["started"] == 1 and read_account(sim)["quotas"]["quick_scans"]["used"] == used + 1
     assert _skips(db)[sites[0]] == (None, "project_paused")
 
 
-def test_an_audit_fallback_is_charged_to_the_quick_budget(world):
-    sim, db = world
+def test_an_audit_fallback_is_charged_to_the_quick_budget(scheduled_world):
+    sim, db = scheduled_world
     sites = sim.target_ids(kind="domain", verified=True)[:2]
     for site in sites:
         sim.verify_target(site, verified=True, proof_holds=False)  # proved once, the proof no longer holds
-    quotas = _account(sim)["quotas"]
+    quotas = read_account(sim)["quotas"]
     sim.set_usage(quick_scans=quotas["quick_scans"]["limit"] - 3, pack_scans=0)  # 3 quick left, 2 kept
-    meta = _run(sim, db, sites, kind="audit", reserve=2)
-    account = _account(sim)
+    meta = run_scheduled(sim, db, sites, kind="audit", reserve=2)
+    account = read_account(sim)
     assert meta["audit_fallbacks"] == 1 and meta["skipped_for_quota"] == 1
     assert account["quotas"]["quick_scans"]["remaining"] == 2  # the reserve is intact
     assert account["quotas"]["audits"]["used"] == quotas["audits"]["used"]  # no audit counted
     assert _latest_kinds(db, sites[:1])[sites[0]] == ("quick", True)
 
 
-def test_pack_credits_add_to_each_quota_kind(world):
-    sim, db = world
+def test_pack_credits_add_to_each_quota_kind(scheduled_world):
+    sim, db = scheduled_world
     proved = sim.target_ids(kind="domain", verified=True)[:2]
-    quotas = _account(sim)["quotas"]
+    quotas = read_account(sim)["quotas"]
     sim.set_usage(audits=quotas["audits"]["limit"], pack_scans=1)  # audits used up, one pack credit left
-    meta = _run(sim, db, proved, kind="audit")
+    meta = run_scheduled(sim, db, proved, kind="audit")
     assert meta["started"] == 1 and meta["skipped_for_quota"] == 1
-    assert _account(sim)["pack_credits"]["scans"] == 0
+    assert read_account(sim)["pack_credits"]["scans"] == 0

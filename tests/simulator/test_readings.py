@@ -22,13 +22,19 @@ def _failing_scan(sim: Simulator, client: httpx.Client, target: str) -> dict:
     raise AssertionError("no failing scan in 200")
 
 
-@pytest.mark.parametrize("moves", [False, True])
-def test_a_failed_scan_moves_last_scan_at_only_under_that_reading(sim, client, moves):
-    sim.set_readings(failed_scan_moves_last_scan=moves)
+def _failed_scan_under(sim: Simulator, client: httpx.Client, **reading: bool) -> tuple[str, dict]:
+    """Under that reading, with quota to spare: a proved site and its latest scan, which failed."""
+    sim.set_readings(**reading)
     sim.set_usage(quick_scans=0, pack_scans=500)
     target = sim.target_ids(kind="domain", verified=True)[0]
     scan = _failing_scan(sim, client, target)
     assert scan["status"] == "failed"
+    return target, scan
+
+
+@pytest.mark.parametrize("moves", [False, True])
+def test_a_failed_scan_moves_last_scan_at_only_under_that_reading(sim, client, moves):
+    target, scan = _failed_scan_under(sim, client, failed_scan_moves_last_scan=moves)
     last = next(t["last_scan_at"] for p in client.get("/projects", params={"limit": 100}).json()["data"]
                 for t in p["targets"] if t["id"] == target)
     assert (last == scan["finished_at"]) is moves
@@ -36,10 +42,7 @@ def test_a_failed_scan_moves_last_scan_at_only_under_that_reading(sim, client, m
 
 @pytest.mark.parametrize("reused", [False, True])
 def test_a_failed_scan_counts_for_reuse_only_under_that_reading(sim, client, reused):
-    sim.set_readings(failed_scan_reused=reused)
-    sim.set_usage(quick_scans=0, pack_scans=500)
-    target = sim.target_ids(kind="domain", verified=True)[0]
-    failed = _failing_scan(sim, client, target)
+    target, failed = _failed_scan_under(sim, client, failed_scan_reused=reused)
     again = client.post(f"/targets/{target}/scans", json={})
     assert (again.status_code, again.json()["id"] == failed["id"], again.json()["reused"]) == (
         (200, True, True) if reused else (201, False, False))
