@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -157,3 +160,85 @@ def write_prometheus_config(path: Path, exporter: str, alertmanager: str, keep_f
         "alerting": {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]},
         "scrape_configs": [{"job_name": "scanwatch", "static_configs": [{"targets": [exporter]}]}],
     }))
+
+
+class LiveStack:
+    """A synced history served by `scanwatch exporter`, scraped by Prometheus with the shipped rules, which
+    sends to Alertmanager, which posts to this test's webhook. Built once per module by `running_stack`."""
+
+    def __init__(self, tmp: Path, sim: Any, webhook: WebhookReceiver) -> None:
+        self.tmp, self.sim, self.webhook = tmp, sim, webhook
+        self.env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+        self.env.update({"SCANWATCH_BASE_URL": sim.base_url, "SCANWATCH_API_KEY": sim.api_key,
+                         "SCANWATCH_DB": str(tmp / "history.duckdb"), "SCANWATCH_SNAPSHOT": str(tmp / "metrics.json")})
+        self.processes: list[Process] = []
+        self.prom_url = self.exporter_url = ""
+
+    def sync(self) -> None:
+        result = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], env=self.env, cwd=ROOT,
+                                capture_output=True, text=True, timeout=180)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    def snapshot(self) -> dict:
+        return json.loads(Path(self.env["SCANWATCH_SNAPSHOT"]).read_text())
+
+    def start(self, name: str, args: list[str], env: dict | None = None) -> Process:
+        proc = Process(name, args, self.tmp, env)
+        self.processes.append(proc)
+        return proc
+
+    def query(self, expr: str) -> list[dict]:
+        body = get_json(f"{self.prom_url}/api/v1/query", {"query": expr})
+        assert body["status"] == "success", (expr, body)
+        return body["data"]["result"]
+
+    def query_range(self, expr: str, seconds: int = 60) -> list[dict]:
+        end = time.time()
+        body = get_json(f"{self.prom_url}/api/v1/query_range",
+                        {"query": expr, "start": end - seconds, "end": end, "step": 5})
+        assert body["status"] == "success", (expr, body)
+        return body["data"]["result"]
+
+    def diagnostics(self) -> str:
+        return "\n".join(f"--- {p.name} ---\n{p.tail()}" for p in self.processes)
+
+
+@contextmanager
+def running_stack(stack: LiveStack, *, shipped_routes: bool, exporter_args: tuple[str, ...] = (),
+                  keep_firing_for: str | None = None) -> Iterator[LiveStack]:
+    """Sync once, then start the exporter, Alertmanager (the shipped routes and templates, or one route to the
+    webhook) and Prometheus; yield once Prometheus scrapes the exporter; stop everything whatever happens."""
+    from tests.prometheus.tools import ALERTMANAGER_NAMES, free_port, require
+
+    prometheus, alertmanager = require("prometheus"), require(*ALERTMANAGER_NAMES)
+    tmp = stack.tmp
+    try:
+        stack.sync()
+        exp_port, am_port, prom_port = free_port(), free_port(), free_port()
+        stack.start("exporter", [sys.executable, "-m", "pipelines.cli", "exporter", "--listen-address", "127.0.0.1",
+                                 "--port", str(exp_port), *exporter_args], stack.env)
+        if shipped_routes:
+            write_shipped_alertmanager_config(tmp / "alertmanager.yml", stack.webhook.url.rsplit("/", 1)[0])
+        else:
+            write_alertmanager_config(tmp / "alertmanager.yml", stack.webhook.url)
+        stack.start("alertmanager", [alertmanager, f"--config.file={tmp / 'alertmanager.yml'}",
+                                     f"--storage.path={tmp / 'am'}", f"--web.listen-address=127.0.0.1:{am_port}",
+                                     "--cluster.listen-address=", "--data.retention=192h"])
+        write_prometheus_config(tmp / "prometheus.yml", f"127.0.0.1:{exp_port}", f"127.0.0.1:{am_port}",
+                                keep_firing_for=keep_firing_for)
+        stack.start("prometheus", [prometheus, f"--config.file={tmp / 'prometheus.yml'}",
+                                   f"--storage.tsdb.path={tmp / 'prom'}",
+                                   f"--web.listen-address=127.0.0.1:{prom_port}"])
+        stack.prom_url = f"http://127.0.0.1:{prom_port}"
+        stack.exporter_url = f"http://127.0.0.1:{exp_port}/metrics"
+        poll("the exporter", lambda: http_ok(stack.exporter_url))
+        poll("Alertmanager ready", lambda: http_ok(f"http://127.0.0.1:{am_port}/-/ready"))
+        poll("Prometheus scraping the exporter", lambda: stack.query('up{job="scanwatch"} == 1'), timeout=60)
+        yield stack
+    except BaseException:
+        print(stack.diagnostics())
+        raise
+    finally:
+        for proc in reversed(stack.processes):
+            proc.stop()
+        stack.webhook.stop()

@@ -8,26 +8,13 @@ page, and that a critical issue appearing in the world reaches the webhook as Se
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.stack import (
-    ROOT,
-    Process,
-    WebhookReceiver,
-    get_json,
-    http_ok,
-    poll,
-    write_alertmanager_config,
-    write_prometheus_config,
-)
+from tests.e2e.stack import LiveStack, WebhookReceiver, get_json, poll, running_stack
 from tests.grafana.queries import (
     METRIC,
     alert_queries,
@@ -36,95 +23,24 @@ from tests.grafana.queries import (
     variable_to_api,
     variable_values,
 )
-from tests.prometheus.tools import ALERTMANAGER_NAMES, free_port, require
+from tests.prometheus.tools import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 
-class Stack:
-    """The running pieces, shared by the tests of this module (they run in file order)."""
-
-    def __init__(self, tmp: Path, sim, webhook: WebhookReceiver) -> None:
-        self.tmp, self.sim, self.webhook = tmp, sim, webhook
-        self.env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
-        self.env.update({
-            "SCANWATCH_BASE_URL": sim.base_url, "SCANWATCH_API_KEY": sim.api_key,
-            "SCANWATCH_DB": str(tmp / "history.duckdb"), "SCANWATCH_SNAPSHOT": str(tmp / "metrics.json"),
-        })
-        self.processes: list[Process] = []
-        self.prom_url = self.exporter_url = ""
-
-    def sync(self) -> None:
-        result = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], env=self.env, cwd=ROOT,
-                                capture_output=True, text=True, timeout=180)
-        assert result.returncode == 0, result.stdout + result.stderr
-
-    def snapshot(self) -> dict:
-        return json.loads(Path(self.env["SCANWATCH_SNAPSHOT"]).read_text())
-
-    def start(self, name: str, args: list[str], env: dict | None = None) -> Process:
-        proc = Process(name, args, self.tmp, env)
-        self.processes.append(proc)
-        return proc
-
-    def query(self, expr: str) -> list[dict]:
-        body = get_json(f"{self.prom_url}/api/v1/query", {"query": expr})
-        assert body["status"] == "success", (expr, body)
-        return body["data"]["result"]
-
-    def query_range(self, expr: str, seconds: int = 60) -> list[dict]:
-        end = time.time()
-        body = get_json(f"{self.prom_url}/api/v1/query_range",
-                        {"query": expr, "start": end - seconds, "end": end, "step": 5})
-        assert body["status"] == "success", (expr, body)
-        return body["data"]["result"]
-
-    def diagnostics(self) -> str:
-        return "\n".join(f"--- {p.name} ---\n{p.tail()}" for p in self.processes)
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    prometheus = require("prometheus")
-    alertmanager = require(*ALERTMANAGER_NAMES)
     from simulator.testing import SimConfig, serve_simulator
 
-    tmp = tmp_path_factory.mktemp("e2e")
-    webhook = WebhookReceiver()
     with serve_simulator(SimConfig(seed=7, scan_failure_rate=0.2)) as sim:
         sim.run_round()
         sim.advance(120)  # scans finish, issues appear
-        st = Stack(tmp, sim, webhook)
-        try:
-            st.sync()
-            exp_port, am_port, prom_port = free_port(), free_port(), free_port()
-            st.start("exporter", [sys.executable, "-m", "pipelines.cli", "exporter", "--listen-address",
-                                                "127.0.0.1", "--port", str(exp_port), "--critical-issue-info", "20"],
-                                   st.env)
-            write_alertmanager_config(tmp / "alertmanager.yml", webhook.url)
-            st.start("alertmanager", [alertmanager, f"--config.file={tmp / 'alertmanager.yml'}",
-                                      f"--storage.path={tmp / 'am'}", f"--web.listen-address=127.0.0.1:{am_port}",
-                                      "--cluster.listen-address="])
-            write_prometheus_config(tmp / "prometheus.yml", f"127.0.0.1:{exp_port}", f"127.0.0.1:{am_port}")
-            st.start("prometheus", [prometheus, f"--config.file={tmp / 'prometheus.yml'}",
-                                    f"--storage.tsdb.path={tmp / 'prom'}",
-                                    f"--web.listen-address=127.0.0.1:{prom_port}"])
-            st.prom_url = f"http://127.0.0.1:{prom_port}"
-            st.exporter_url = f"http://127.0.0.1:{exp_port}/metrics"
-            poll("the exporter", lambda: http_ok(f"http://127.0.0.1:{exp_port}/metrics"))
-            poll("Alertmanager ready", lambda: http_ok(f"http://127.0.0.1:{am_port}/-/ready"))
-            # A new target shows up after a few seconds; then wait for several scrapes so rates have samples.
-            poll("Prometheus scraping the exporter", lambda: st.query('up{job="scanwatch"} == 1'), timeout=60)
+        live = LiveStack(tmp_path_factory.mktemp("e2e"), sim, WebhookReceiver())
+        with running_stack(live, shipped_routes=False, exporter_args=("--critical-issue-info", "20")) as st:
+            # Several scrapes, so that rates have samples.
             poll("a few scrapes", lambda: st.query('count_over_time(secscan_snapshot_readable[1m]) >= 4'),
                  timeout=30)
             yield st
-        except BaseException:
-            print(st.diagnostics())
-            raise
-        finally:
-            for proc in reversed(st.processes):
-                proc.stop()
-            webhook.stop()
 
 
 def busiest_project(snapshot: dict) -> str:

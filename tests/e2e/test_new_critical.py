@@ -10,28 +10,14 @@ timers are shortened (scrapes, evaluations, group timers, the alert's keep_firin
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.e2e.stack import (
-    ROOT,
-    Process,
-    WebhookReceiver,
-    get_json,
-    http_ok,
-    poll,
-    write_prometheus_config,
-    write_shipped_alertmanager_config,
-)
-from tests.prometheus.tools import ALERTMANAGER_NAMES, free_port, require
+from tests.e2e.stack import LiveStack, WebhookReceiver, get_json, poll, running_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 ALERT = "SecscanNewCriticalIssue"
@@ -39,22 +25,10 @@ FIELDS = ("project", "address", "title", "family", "control_id", "location", "fi
           "description", "runbook")
 
 
-class Pager:
+class Pager(LiveStack):
     """The running stack and the world's issues this module stages."""
 
-    def __init__(self, tmp: Path, sim, webhook: WebhookReceiver) -> None:
-        self.tmp, self.sim, self.webhook = tmp, sim, webhook
-        self.env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
-        self.env.update({"SCANWATCH_BASE_URL": sim.base_url, "SCANWATCH_API_KEY": sim.api_key,
-                         "SCANWATCH_DB": str(tmp / "history.duckdb"), "SCANWATCH_SNAPSHOT": str(tmp / "metrics.json")})
-        self.processes: list[Process] = []
-        self.prom_url = ""
-        self.staged: dict[str, str] = {}  # role -> issue id
-
-    def sync(self) -> None:
-        result = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], env=self.env, cwd=ROOT,
-                                capture_output=True, text=True, timeout=180)
-        assert result.returncode == 0, result.stdout + result.stderr
+    staged: dict[str, str]  # role -> issue id
 
     def synced_and_scraped(self) -> None:
         """Sync, then wait until Prometheus has scraped the new snapshot and evaluated rules over it."""
@@ -66,11 +40,6 @@ class Pager:
         result = self.query("secscan_snapshot_generated_timestamp_seconds")
         return float(result[0]["value"][1]) if result else 0.0
 
-    def query(self, expr: str) -> list[dict]:
-        body = get_json(f"{self.prom_url}/api/v1/query", {"query": expr})
-        assert body["status"] == "success", (expr, body)
-        return body["data"]["result"]
-
     def prometheus_alerts(self, state: str = "firing") -> list[dict]:
         return [a for a in get_json(f"{self.prom_url}/api/v1/alerts")["data"]["alerts"]
                 if a["labels"]["alertname"] == ALERT and a["state"] == state]
@@ -81,12 +50,6 @@ class Pager:
 
     def api_issue(self, issue_id: str) -> dict:
         return httpx.get(f"{self.sim.base_url}/issues/{issue_id}", headers=self.sim.headers(), timeout=10).json()
-
-    def snapshot(self) -> dict:
-        return json.loads(Path(self.env["SCANWATCH_SNAPSHOT"]).read_text())
-
-    def start(self, name: str, args: list[str], env: dict | None = None) -> None:
-        self.processes.append(Process(name, args, self.tmp, env))
 
 
 def stage_first_deployment(sim) -> dict[str, str]:
@@ -114,40 +77,13 @@ def stage_first_deployment(sim) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def pager(tmp_path_factory):
-    prometheus = require("prometheus")
-    alertmanager = require(*ALERTMANAGER_NAMES)
     from simulator.testing import SimConfig, serve_simulator
 
-    tmp = tmp_path_factory.mktemp("pager")
-    webhook = WebhookReceiver()
     with serve_simulator(SimConfig(seed=11)) as sim:
-        st = Pager(tmp, sim, webhook)
-        try:
-            st.staged = stage_first_deployment(sim)
-            st.sync()
-            exp_port, am_port, prom_port = free_port(), free_port(), free_port()
-            st.start("exporter", [sys.executable, "-m", "pipelines.cli", "exporter", "--listen-address", "127.0.0.1",
-                                  "--port", str(exp_port)], st.env)
-            write_shipped_alertmanager_config(tmp / "alertmanager.yml", webhook.url.rsplit("/", 1)[0])
-            st.start("alertmanager", [alertmanager, f"--config.file={tmp / 'alertmanager.yml'}",
-                                      f"--storage.path={tmp / 'am'}", f"--web.listen-address=127.0.0.1:{am_port}",
-                                      "--cluster.listen-address=", "--data.retention=192h"])
-            write_prometheus_config(tmp / "prometheus.yml", f"127.0.0.1:{exp_port}", f"127.0.0.1:{am_port}",
-                                    keep_firing_for="2s")
-            st.start("prometheus", [prometheus, f"--config.file={tmp / 'prometheus.yml'}",
-                                    f"--storage.tsdb.path={tmp / 'prom'}",
-                                    f"--web.listen-address=127.0.0.1:{prom_port}"])
-            st.prom_url = f"http://127.0.0.1:{prom_port}"
-            poll("Alertmanager ready", lambda: http_ok(f"http://127.0.0.1:{am_port}/-/ready"))
-            poll("Prometheus scraping the exporter", lambda: st.query('up{job="scanwatch"} == 1'), timeout=60)
+        st = Pager(tmp_path_factory.mktemp("pager"), sim, WebhookReceiver())
+        st.staged = stage_first_deployment(sim)
+        with running_stack(st, shipped_routes=True, keep_firing_for="2s"):
             yield st
-        except BaseException:
-            print("\n".join(f"--- {p.name} ---\n{p.tail()}" for p in st.processes))
-            raise
-        finally:
-            for proc in reversed(st.processes):
-                proc.stop()
-            webhook.stop()
 
 
 def iso(seconds: float) -> str:
