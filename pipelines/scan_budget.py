@@ -67,7 +67,9 @@ class Budget:
         else:
             self.pack -= 1
 
-    def exhausted(self, quota: str) -> None:
-        """The service said this quota and the pack credits are used up (402): trust it over the count."""
-        self.remaining[quota] = 0
-        self.pack = 0
+    def exhausted(self, quota: str, account: dict[str, Any]) -> None:
+        """The service refused this quota (402); `account` is read after the refusal. The refusal may be the
+        replayed first answer of a retried tick (the contract may replay errors) from before credits were added,
+        so what the account says now is what the other targets may spend."""
+        now = Budget.from_account(account, self.reserve)
+        self.remaining[quota], self.pack = now.remaining[quota], now.pack

@@ -77,7 +77,7 @@ def start_and_wait_for_scans(
                 if err.status not in REFUSED_PER_TARGET:
                     raise
                 if err.code in QUOTA_CODES:
-                    budget.exhausted(QUOTA_CODES[err.code])
+                    budget.exhausted(QUOTA_CODES[err.code], client.get_account())
                 skip(target_id, kind, err.code or str(err.status), str(err), err.status)
                 continue
             budget.charge(scan)
