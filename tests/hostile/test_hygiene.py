@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -61,17 +62,28 @@ def test_a_bad_dagster_home_is_one_line(world, value, expected):
     assert_one_line(done.stderr, must_contain=expected)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through any permission")
-def test_an_unwritable_history_folder_is_one_line(world, tmp_path):
+@pytest.fixture
+def unwritable_folder(tmp_path):
+    """A folder this user cannot write: one without write permission; for root, who writes through any
+    permission, a kernel folder that refuses every writer (/proc/sys)."""
+    if os.geteuid() == 0:
+        if os.access("/proc/sys", os.W_OK) or not os.path.isdir("/proc/sys"):
+            pytest.skip("no folder here that root cannot write")
+        yield Path("/proc/sys")
+        return
     folder = tmp_path / "ro"
     folder.mkdir()
     folder.chmod(0o500)
     try:
-        done = cli(["sync"], service_env(world, folder / "sub" / "history.duckdb"))
+        yield folder
     finally:
         folder.chmod(0o700)
+
+
+def test_an_unwritable_history_folder_is_one_line(world, unwritable_folder):
+    done = cli(["sync"], service_env(world, unwritable_folder / "scanwatch-sub" / "history.duckdb"))
     assert done.returncode == 2
-    assert_one_line(done.stderr, must_contain="is not writable")
+    assert_one_line(done.stderr, must_contain=f"({unwritable_folder}) is not writable")
 
 
 def test_a_history_folder_that_cannot_be_made_is_one_line(world, tmp_path):
