@@ -67,6 +67,17 @@ class History:
         self.issue(iid, severity, status, minutes=minutes, **extra)
         self.event(iid, minutes, "opened", severity, None, status, workspace=extra.get("workspace"))  # type: ignore[arg-type]
 
+    def status(self, iid: str, minutes: float, severity: str, old: str, new: str, event: str = "status_changed",
+               **extra: object) -> None:
+        """A sync at `minutes` saw the issue's status move from `old` to `new` (a `reopened` from fixed)."""
+        self.issue(iid, severity, new, **extra)
+        self.event(iid, minutes, event, severity, old, new)
+
+    def severity(self, iid: str, minutes: float, status: str, old: str, new: str) -> None:
+        """A sync at `minutes` saw the issue's severity move from `old` to `new`."""
+        self.issue(iid, new, status)
+        self.event(iid, minutes, "severity_changed", new, old, new)
+
     def arrivals(self, minutes: float = 60, **kw: object) -> list[dict]:
         return build_snapshot(self.conn, now=at(minutes), **kw)["tables"]["critical_arrivals"]  # type: ignore[arg-type]
 
@@ -103,17 +114,13 @@ def test_new_reopened_raised_and_unmarked_each_arrive_with_what_happened():
     h.issue("fixed-before", "critical", "fixed", fixed_at=at(0))
     h.opened("high", 0, "high")
     h.opened("marked", 0)
-    h.issue("marked", "critical", "false_positive")
-    h.event("marked", 0, "status_changed", "critical", "open", "false_positive")
+    h.status("marked", 0, "critical", "open", "false_positive")
     h.sync(0)
     # Second sync at 15: one new, one regression, one raised, one mark withdrawn.
     h.opened("new", 15)
-    h.issue("fixed-before", "critical", "open")
-    h.event("fixed-before", 15, "reopened", "critical", "fixed", "open")
-    h.issue("high", "critical", "open")
-    h.event("high", 15, "severity_changed", "critical", "high", "critical")
-    h.issue("marked", "critical", "open")
-    h.event("marked", 15, "status_changed", "critical", "false_positive", "open")
+    h.status("fixed-before", 15, "critical", "fixed", "open", event="reopened")
+    h.severity("high", 15, "open", "high", "critical")
+    h.status("marked", 15, "critical", "false_positive", "open")
     h.sync(15)
     rows = {r["issue_id"]: r for r in h.arrivals()}
     assert {k: (r["change"], r["from_severity"]) for k, r in rows.items()} == {
@@ -131,11 +138,9 @@ def test_new_reopened_raised_and_unmarked_each_arrive_with_what_happened():
 def test_a_regression_that_also_changed_severity_is_a_reopening_from_that_severity():
     h = History()
     h.opened("x", 0, "high")
-    h.issue("x", "high", "fixed")
-    h.event("x", 0, "status_changed", "high", "open", "fixed")
+    h.status("x", 0, "high", "open", "fixed")
     h.sync(0)
-    h.issue("x", "critical", "open")
-    h.event("x", 15, "reopened", "critical", "fixed", "open")
+    h.status("x", 15, "critical", "fixed", "open", event="reopened")
     h.event("x", 15, "severity_changed", "critical", "high", "critical")
     h.sync(15)
     (row,) = h.arrivals()
@@ -149,18 +154,13 @@ def test_fixed_marked_or_lowered_issues_drop_out_and_only_the_latest_arrival_cou
         h.opened(iid, 15)
     h.sync(15)
     assert sorted(ids(h.arrivals())) == ["back", "fixed", "lowered", "marked"]
-    h.issue("fixed", "critical", "fixed", fixed_at=at(30))
-    h.event("fixed", 30, "status_changed", "critical", "open", "fixed")
-    h.issue("marked", "critical", "accepted_risk")
-    h.event("marked", 30, "status_changed", "critical", "open", "accepted_risk")
-    h.issue("lowered", "high", "open")
-    h.event("lowered", 30, "severity_changed", "high", "critical", "high")
-    h.issue("back", "high", "open")
-    h.event("back", 30, "severity_changed", "high", "critical", "high")
+    h.status("fixed", 30, "critical", "open", "fixed", fixed_at=at(30))
+    h.status("marked", 30, "critical", "open", "accepted_risk")
+    h.severity("lowered", 30, "open", "critical", "high")
+    h.severity("back", 30, "open", "critical", "high")
     h.sync(30)
     assert ids(h.arrivals()) == []
-    h.issue("back", "critical", "open")
-    h.event("back", 45, "severity_changed", "critical", "high", "critical")
+    h.severity("back", 45, "open", "high", "critical")
     h.sync(45)
     (row,) = h.arrivals()
     assert (row["issue_id"], row["change"], row["arrived_at"]) == ("back", "raised", at(45).timestamp())
