@@ -344,6 +344,14 @@ class ScanningClient:
         return collect_latest(lambda restarted: self._walk("/projects/{project_id}/issues", {"project_id": project_id},
                                                            filters, on_restart=restarted, expected=expected))
 
+    def iter_issues(self, project_id: str, *, on_restart: Callable[[], None],
+                    expected: int | None = None) -> Iterator[dict[str, Any]]:
+        """Every issue of the project, a page at a time, for a consumer that writes them out as they come
+        rather than holding the list. When the list changes under the walk it starts over: `on_restart` is
+        called, and the consumer must drop what it was given so far (see `paging`)."""
+        return self._walk("/projects/{project_id}/issues", {"project_id": project_id}, on_restart=on_restart,
+                          expected=expected)
+
     def get_scan(self, scan_id: str) -> dict[str, Any]:
         return self.request("GET", "/scans/{scan_id}", path_params={"scan_id": scan_id})
 

@@ -1,5 +1,7 @@
 """Issues and their history of changes."""
 
+import time
+
 import dagster as dg
 
 from pipelines import milestones
@@ -8,7 +10,9 @@ from pipelines.assets.step import Progress, partition_workspace, sync_step
 from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
-from pipelines.storage import merge_issues
+from pipelines.storage import merge_issue_stages
+from pipelines.storage.entities import ISSUE
+from pipelines.storage.stage import StageFile
 
 
 class IssuesConfig(dg.Config):
@@ -41,10 +45,16 @@ def issues(
         progress = Progress(step.named("issues"), len(todo), client)
         progress.announce(pages, floor=first_read)
 
-        def read(project_id: str) -> list[dict] | None:
+        opened: list[StageFile] = []  # every stage file, so that a failure leaves none behind
+
+        def read(project_id: str) -> StageFile | None:
+            stage = StageFile(ISSUE.name)
+            opened.append(stage)
             milestones.reached("issues.paging")
             try:
-                found = client.list_issues(project_id, expected=expected.get(project_id))
+                for issue in client.iter_issues(project_id, on_restart=stage.restart,
+                                                expected=expected.get(project_id)):
+                    stage.write(issue)
             except NotFoundError:
                 context.log.warning("project %s vanished before its issues were read; skipped", project_id)
                 return None
@@ -52,18 +62,28 @@ def issues(
                 # Not marked as read: the next sync tries this project again; the others land now.
                 context.log.warning("issues of project %s skipped: %s", project_id, exc)
                 return None
-            progress.step(len(found))
-            return found
+            finally:
+                stage.close()
+            progress.step(stage.count)
+            return stage
 
-        lists = client.map(read, [pid for pid, _, _ in todo])
-        done = [(pid, fp, full) for (pid, fp, full), got in zip(todo, lists, strict=True) if got is not None]
-        rows = [issue for got in lists if got for issue in got]
-        with step.db() as conn:
-            result = step.add(merge_issues(conn, step.workspace_id, rows, now=step.now, project_state=done))
+        try:
+            stages = client.map(read, [pid for pid, _, _ in todo])
+            done = [(pid, fp, full) for (pid, fp, full), got in zip(todo, stages, strict=True) if got is not None]
+            read_stages = [got for got in stages if got is not None]
+            merge_started = time.perf_counter()
+            with step.db() as conn:
+                result = step.add(merge_issue_stages(conn, step.workspace_id, read_stages, now=step.now,
+                                                     project_state=done))
+            merge_seconds = time.perf_counter() - merge_started
+        finally:
+            for stage in opened:
+                stage.discard()
         step.metadata.update({
             "projects_read": len(done),
             "projects_full_reconcile": sum(1 for _, _, full in done if full),
-            "issues_read": len(rows),
+            "issues_read": sum(got.count for got in read_stages),
+            "merge_seconds": round(merge_seconds, 3),
             **{f"events_{k}": v for k, v in sorted(result.events.items())},
         })
     return dg.MaterializeResult(metadata=step.metadata)

@@ -23,6 +23,13 @@ from pipelines.storage.reference import write_vocabulary
 _MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
 
+# A sync's memory is bounded by its merge group (see merge.CHUNK_BYTES), not by the history: DuckDB spills to
+# `<db>.tmp` past this limit instead of growing with the workspace. One thread: scanwatch shares its host,
+# and single-threaded DuckDB keeps one buffer set instead of one per thread. Insertion order is never
+# relied on (every read that cares says ORDER BY), and keeping it costs memory in large loads.
+SETTINGS = {"memory_limit": "192MB", "threads": 1, "preserve_insertion_order": False}
+
+
 class HistoryLockedError(RuntimeError):
     """Another process holds the DuckDB file for writing (a sync or `dagster dev` run)."""
 
@@ -92,6 +99,8 @@ def connect(path: str | Path, *, wait_seconds: float = 30.0) -> duckdb.DuckDBPyC
                 ) from None
             time.sleep(0.5)
     conn.execute("SET TimeZone = 'UTC'")
+    for name, value in SETTINGS.items():
+        conn.execute(f"SET {name} = '{value}'")
     migrate(conn)
     return conn
 

@@ -14,10 +14,26 @@ from pipelines.vocabulary import ISSUE_STATUSES, SCAN_STATUSES, SEVERITIES
 
 @dataclass(frozen=True)
 class Entity:
+    """One API object and the history table it lands in.
+
+    `columns` is the one list of its API fields: the staging load, the typed casts, the unchanged test and
+    the generated UPDATE and INSERT (`pipelines.storage.upsert`) all read it, so a new field is added here
+    and in a migration, nowhere else. The table adds `workspace_id`, `first_observed_at`,
+    `last_observed_at` (and `removed_at` where `tracks_removal`).
+    """
+
     name: str
     columns: dict[str, str]
     required: tuple[str, ...] = ("id",)
     enums: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    immutable: tuple[str, ...] = ()  # fields a later sighting never overwrites (the first one is the truth)
+    tracks_removal: bool = False  # a row seen again after the service stopped listing it is no longer removed
+    # How a field is updated when it is not simply overwritten: SQL over `t` (the stored row) and `s` (staged).
+    update_rules: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return self.required[0]
 
 
 ACCOUNT = Entity(
@@ -37,6 +53,7 @@ PROJECT = Entity(
         "id": "VARCHAR", "name": "VARCHAR", "score": "INTEGER", "grade": "VARCHAR", "open_issues": "INTEGER",
         "paused": "BOOLEAN", "last_scan_at": "TIMESTAMPTZ",
     },
+    tracks_removal=True,
 )
 
 TARGET = Entity(
@@ -47,6 +64,7 @@ TARGET = Entity(
     },
     required=("id", "project_id"),
     enums={"kind": ("domain", "repository")},
+    tracks_removal=True,
 )
 
 
@@ -60,6 +78,10 @@ SCAN = Entity(
     },
     required=("id", "target_id", "project_id"),
     enums={"kind": ("quick", "audit", "repository"), "status": SCAN_STATUSES},
+    immutable=("target_id", "project_id", "kind", "created_at"),
+    # reused: a scan request was answered with this existing scan at least once (the scheduled-scans job sees
+    # it in the POST answer; a list or GET shows false). Once true it stays true.
+    update_rules={"reused": "t.reused OR coalesce(s.reused, false)"},
 )
 
 ISSUE = Entity(

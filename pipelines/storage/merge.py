@@ -7,7 +7,7 @@ go to `ingest_warnings`, and the merge SQL in `sql/merge/` does the rest.
 One bad record is one warning, never a failed list: a string with a lone surrogate (which no UTF-8 file can
 hold) is stored with U+FFFD in its place, and a record over `MAX_RECORD_BYTES` is quarantined (left out,
 listed in `ingest_warnings` with field `(record)`; its ids are in `MergeResult.quarantined` and, during the
-merge SQL, in the variable `quarantined_ids`, so a quarantined issue is never taken for one the service
+merge SQL, in the table `listed_issue_ids`, so a quarantined issue is never taken for one the service
 stopped listing).
 """
 
@@ -15,30 +15,23 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
-import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 import duckdb
 
 from pipelines import milestones
 from pipelines.sqlfiles import read_sql
-from pipelines.stale_files import remove_stale
 from pipelines.storage.entities import ACCOUNT, ISSUE, KNOWN_VALUES, PROJECT, SCAN, TARGET, Entity
+from pipelines.storage.stage import MAX_RECORD_BYTES, QUARANTINED, SEQ, StageFile, chunks
+from pipelines.storage.upsert import quote, touch_unchanged, upsert
 from pipelines.text import printable
 
 log = logging.getLogger("scanwatch.storage")
 
-MAX_RECORD_BYTES = 4 * 1024 * 1024  # one object of the contract is a few KB; a page of 100 is capped at 64 MiB
-QUARANTINED = "(record)"  # the ingest_warnings field of a record left out whole
-_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str every surrogate is lone (pairs decode to one char)
-
-__all__ = ["KNOWN_VALUES", "MAX_RECORD_BYTES", "QUARANTINED", "MergeResult", "merge_account", "merge_issues",
-           "merge_projects", "merge_scans"]
+__all__ = ["KNOWN_VALUES", "MAX_RECORD_BYTES", "QUARANTINED", "MergeResult", "merge_account", "merge_issue_stages",
+           "merge_issues", "merge_projects", "merge_scans"]
 
 
 @dataclass
@@ -55,23 +48,10 @@ class MergeResult:
         return sum(self.rows.values()) + sum(self.events.values())
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _without_surrogates(value: object, path: str, found: list[str]) -> object:
-    """``value`` with every lone surrogate replaced by U+FFFD; the dotted paths changed go to ``found``."""
-    if isinstance(value, str):
-        fixed = _SURROGATE.sub("\ufffd", value)
-        if fixed != value:
-            found.append(path)
-        return fixed
-    if isinstance(value, dict):
-        return {_without_surrogates(k, path, []): _without_surrogates(v, f"{path}.{k}".lstrip("."), found)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_surrogates(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
-    return value
+def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Iterable[dict], result: MergeResult) -> int:
+    """Stage items held in memory (the small lists) the way streamed lists are: through a stage file."""
+    with StageFile(entity.name) as stage:
+        return _load_stage(conn, entity, [stage.extend(records).close()], result)
 
 
 def _warn(conn: duckdb.DuckDBPyConnection, result: MergeResult, entity: Entity, entity_id: object, fld: str,
@@ -88,76 +68,51 @@ def _warn(conn: duckdb.DuckDBPyConnection, result: MergeResult, entity: Entity, 
     log.warning("%s", result.notices[-1])
 
 
-def _lines(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[dict],
-           result: MergeResult) -> Iterator[bytes]:
-    """Each record as one UTF-8 NDJSON line, after the per-record checks above."""
-    for rec in records:
-        line = json.dumps(rec, ensure_ascii=False, separators=(",", ":"))
-        try:
-            data = line.encode("utf-8")
-        except UnicodeEncodeError:
-            fields: list[str] = []
-            rec = _without_surrogates(rec, "", fields)  # type: ignore[assignment]
-            for fld in fields:
-                _warn(conn, result, entity, rec.get("id"), fld, "lone surrogate replaced by U+FFFD",
-                      f"{fld} held an invalid string (a lone surrogate); stored with U+FFFD in its place")
-            data = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        if len(data) > MAX_RECORD_BYTES:
-            result.quarantined.append(str(rec.get("id")))
-            _warn(conn, result, entity, rec.get("id"), QUARANTINED,
-                  f"quarantined: over {MAX_RECORD_BYTES // (1024 * 1024)} MiB",
-                  f"a record of {len(data) / 1e6:.1f} MB, over the {MAX_RECORD_BYTES // (1024 * 1024)} MiB a "
-                  "record may hold, left out and listed in ingest_warnings; the history keeps its earlier state")
-            continue
-        yield data + b"\n"
-
-
 def _cast(column: str, sql_type: str) -> str:
     """The typed value of a text column, NULL when it does not fit. DuckDB's cast rounds `12.5` to an INTEGER
     13; a line or a count that is not a whole number is kept out (NULL) and warned about instead."""
     if sql_type == "INTEGER":
-        as_double = f"TRY_CAST({_q(column)} AS DOUBLE)"
-        return f"CASE WHEN {as_double} = trunc({as_double}) THEN TRY_CAST({_q(column)} AS INTEGER) END"
-    return f"TRY_CAST({_q(column)} AS {sql_type})"
+        as_double = f"TRY_CAST({quote(column)} AS DOUBLE)"
+        return f"CASE WHEN {as_double} = trunc({as_double}) THEN TRY_CAST({quote(column)} AS INTEGER) END"
+    return f"TRY_CAST({quote(column)} AS {sql_type})"
 
 
-def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[dict], result: MergeResult) -> int:
-    """Load records as text into `raw_<name>`, then build the typed `stg_<name>` and collect warnings."""
+def _load_stage(conn: duckdb.DuckDBPyConnection, entity: Entity, stages: Sequence[StageFile],
+                result: MergeResult) -> int:
     raw, stg = f"raw_{entity.name}", f"stg_{entity.name}"
-    cols = ", ".join(f"{_q(c)} VARCHAR" for c in entity.columns)
-    conn.execute(f"CREATE OR REPLACE TEMP TABLE {raw} ({cols})")
-    if records:
-        remove_stale(Path(tempfile.gettempdir()), "scanwatch-*-*.ndjson")  # left by a sync killed mid-stage
-        fd, path = tempfile.mkstemp(prefix=f"scanwatch-{entity.name}-", suffix=".ndjson")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.writelines(_lines(conn, entity, records, result))
-            milestones.reached("merge.staged")
-            spec = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in entity.columns) + "}"
-            conn.execute(f"INSERT INTO {raw} SELECT * FROM read_json(?, format='newline_delimited', columns={spec})",
-                         [path])
-        finally:
-            os.unlink(path)
-    missing = " OR ".join(f"{_q(c)} IS NULL" for c in entity.required)
+    cols = ", ".join(f"{quote(c)} VARCHAR" for c in entity.columns)
+    conn.execute(f"CREATE OR REPLACE TEMP TABLE {raw} ({cols}, {quote(SEQ)} BIGINT)")
+    for stage in stages:  # what the per-record checks found while the pages were written
+        result.quarantined.extend(stage.quarantined)
+        for entity_id, fld, value, notice in stage.problems:
+            _warn(conn, result, entity, entity_id, fld, value, notice)
+    files = [str(s.path) for s in stages if s.count]
+    if files:
+        milestones.reached("merge.staged")
+        spec = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in entity.columns) + f", '{SEQ}': 'BIGINT'" + "}"
+        conn.execute(f"INSERT INTO {raw} SELECT * FROM read_json(?, format='newline_delimited', columns={spec})",
+                     [files])
+    missing = " OR ".join(f"{quote(c)} IS NULL" for c in entity.required)
     result.rejected += conn.execute(f"SELECT count(*) FROM {raw} WHERE {missing}").fetchall()[0][0]
     typed = ", ".join(
-        f"{_q(c)}" if t == "VARCHAR" else f"{_cast(c, t)} AS {_q(c)}" for c, t in entity.columns.items()
+        f"{quote(c)}" if t == "VARCHAR" else f"{_cast(c, t)} AS {quote(c)}" for c, t in entity.columns.items()
     )
-    key = entity.required[0]
+    key = quote(entity.key)
+    # The latest sighting of an id wins (an item that moved between pages is read twice).
     conn.execute(
-        f"CREATE OR REPLACE TEMP TABLE {stg} AS SELECT DISTINCT ON ({_q(key)}) {typed} FROM {raw} "
-        f"WHERE NOT ({missing})"
+        f"CREATE OR REPLACE TEMP TABLE {stg} AS SELECT {typed} FROM {raw} WHERE NOT ({missing}) "
+        f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY {quote(SEQ)} DESC) = 1"
     )
     checks = [
-        f"SELECT '{c}' AS field, {_q(c)} AS value, {_q(key)} AS entity_id FROM {raw} "
-        f"WHERE {_q(c)} IS NOT NULL AND {_cast(c, t)} IS NULL"
+        f"SELECT '{c}' AS field, {quote(c)} AS value, {key} AS entity_id FROM {raw} "
+        f"WHERE {quote(c)} IS NOT NULL AND {_cast(c, t)} IS NULL"
         for c, t in entity.columns.items() if t != "VARCHAR"
     ] + [
-        f"SELECT '{c}', {_q(c)}, {_q(key)} FROM {raw} WHERE {_q(c)} IS NOT NULL AND {_q(c)} NOT IN "
+        f"SELECT '{c}', {quote(c)}, {key} FROM {raw} WHERE {quote(c)} IS NOT NULL AND {quote(c)} NOT IN "
         "(" + ", ".join(f"'{v}'" for v in allowed) + ")"
         for c, allowed in entity.enums.items()
     ] + [
-        f"SELECT '{c}', NULL, {_q(key)} FROM {raw} WHERE {_q(c)} IS NULL" for c in entity.required
+        f"SELECT '{c}', NULL, {key} FROM {raw} WHERE {quote(c)} IS NULL" for c in entity.required
     ]
     found = conn.execute(
         "INSERT INTO ingest_warnings (workspace_id, observed_at, entity, entity_id, field, value) "
@@ -166,6 +121,7 @@ def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Sequence[di
         f"o.entity = '{entity.name}' AND o.entity_id IS NOT DISTINCT FROM w.entity_id AND o.field = w.field "
         "AND o.value IS NOT DISTINCT FROM w.value) RETURNING entity, entity_id, field, value"
     ).fetchall()
+    conn.execute(f"DROP TABLE {raw}")  # the text copy is done with; a big sync should not carry it
     for entity_name, entity_id, fld, value in found:
         log.warning("stored %s %s with unexpected %s=%r (kept, listed in ingest_warnings)",
                     entity_name, entity_id, fld, value)
@@ -239,6 +195,8 @@ def merge_projects(conn: duckdb.DuckDBPyConnection, workspace_id: str, projects:
             result.warnings.append(("projects", p.get("id"), "targets", "malformed"))
         result.rows["projects"] = _stage(conn, PROJECT, projects, result)
         result.rows["targets"] = _stage(conn, TARGET, targets, result)
+        upsert(conn, PROJECT)
+        upsert(conn, TARGET)
         conn.execute(read_sql("merge/projects.sql"))
         result.rows["score_snapshots"] = result.rows["projects"] + result.rows["targets"]
         result.events = _hide_unlisted_issues(conn, [])
@@ -256,7 +214,7 @@ def merge_scans(conn: duckdb.DuckDBPyConnection, workspace_id: str, scans: Seque
     with _Transaction(conn):
         _set_context(conn, workspace_id, now)
         result.rows["scans"] = _stage(conn, SCAN, scans, result)
-        conn.execute(read_sql("merge/scans.sql"))
+        upsert(conn, SCAN)
         if gone:
             conn.executemany(
                 "INSERT INTO scans_gone (workspace_id, scan_id, project_id, gone_at, answered) "
@@ -267,20 +225,9 @@ def merge_scans(conn: duckdb.DuckDBPyConnection, workspace_id: str, scans: Seque
     return result
 
 
-def _touch_unchanged_issues(conn: duckdb.DuckDBPyConnection) -> int:
-    """Take the staged issues the history already holds as they are out of `stg_issues`, only marking them seen.
-
-    A re-read list is mostly unchanged, and DuckDB's `ON CONFLICT DO UPDATE` rewrites every conflicting row
-    (1.0 s for 44k issues of which 2k changed, against 0.2 s this way). An unchanged row yields no event and
-    its upsert would only move `last_observed_at`, which a plain UPDATE of that column does in place.
-    """
-    same = " AND ".join(f"s.{_q(c)} IS NOT DISTINCT FROM i.{_q(c)}" for c in ISSUE.columns if c != "id")
-    conn.execute("CREATE OR REPLACE TEMP TABLE unchanged_issues AS SELECT s.id FROM stg_issues s "
-                 f"JOIN issues i ON i.id = s.id WHERE {same}")
-    conn.execute("UPDATE issues SET last_observed_at = getvariable('now') "
-                 "WHERE id IN (SELECT id FROM unchanged_issues)")
-    conn.execute("DELETE FROM stg_issues WHERE id IN (SELECT id FROM unchanged_issues)")
-    return conn.execute("SELECT count(*) FROM unchanged_issues").fetchall()[0][0]
+# Stage files are merged a group at a time, up to this much NDJSON, so memory stays bounded by it rather
+# than growing with the workspace; big enough that a small workspace's sync is one group.
+CHUNK_BYTES = 48 * 1024 * 1024
 
 
 def _events_now(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
@@ -293,23 +240,29 @@ def _events_now(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
 def _hide_unlisted_issues(conn: duckdb.DuckDBPyConnection, listed_projects: Sequence[str]) -> dict[str, int]:
     """Issues whose project or target was removed, or whose site lost its proof, leave every open count.
 
-    `listed_projects` are the projects whose complete issue lists are staged in `stg_issues`; only there can
-    an issue's absence be read as the service hiding it.
+    `listed_projects` are the projects whose complete issue lists this merge read; the ids those lists held
+    are in `listed_issue_ids`. Only there can an issue's absence be read as the service hiding it.
     """
     conn.execute("SET VARIABLE listed_projects = CAST(? AS VARCHAR[])", [list(listed_projects)])
-    if listed_projects:
-        # A quarantined issue was listed (too large to store): it is not one the service stopped showing.
-        conn.execute("SET VARIABLE listed_issues = (SELECT coalesce(list(id), []) FROM stg_issues) "
-                     "|| coalesce(getvariable('quarantined_ids'), CAST([] AS VARCHAR[]))")
-    else:
-        conn.execute("SET VARIABLE listed_issues = CAST([] AS VARCHAR[])")
+    if not listed_projects:
+        conn.execute("CREATE OR REPLACE TEMP TABLE listed_issue_ids (id VARCHAR)")
     conn.execute(read_sql("merge/issues_hidden.sql"))
+    conn.execute("DROP TABLE listed_issue_ids")
     return _events_now(conn)
 
 
-def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Sequence[dict], *,
+def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Iterable[dict], *,
                  now: datetime, project_state: Sequence[tuple[str, str | None, bool]] = ()) -> MergeResult:
-    """Complete issue lists of some projects: events diffed against the history, then upserted.
+    """`merge_issue_stages` for issues held in memory."""
+    with StageFile(ISSUE.name) as stage:
+        return merge_issue_stages(conn, workspace_id, [stage.extend(issues).close()], now=now,
+                                  project_state=project_state)
+
+
+def merge_issue_stages(conn: duckdb.DuckDBPyConnection, workspace_id: str, stages: Sequence[StageFile], *,
+                       now: datetime, project_state: Sequence[tuple[str, str | None, bool]] = ()) -> MergeResult:
+    """Complete issue lists of some projects, each in its stage file: events diffed against the history,
+    then written. One transaction; the lists are merged a bounded group of files at a time.
 
     `project_state` rows (project_id, fingerprint, full_reconcile) are recorded in the same transaction,
     so a project is only marked as read once its issues are in.
@@ -317,13 +270,20 @@ def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Seq
     result = MergeResult()
     with _Transaction(conn):
         _set_context(conn, workspace_id, now)
-        result.rows["issues"] = _stage(conn, ISSUE, issues, result)
-        conn.execute("SET VARIABLE quarantined_ids = CAST(? AS VARCHAR[])", [result.quarantined])
-        conn.execute(read_sql("merge/issues_visible_again.sql"))
-        _hide_unlisted_issues(conn, [pid for pid, _, _ in project_state])
-        _touch_unchanged_issues(conn)
-        conn.execute(read_sql("merge/issues.sql"))
-        result.events = _events_now(conn)
+        result.rows["issues"] = 0
+        # Every id the lists held, group after group: what the lists did not hold is read at the end.
+        conn.execute("CREATE OR REPLACE TEMP TABLE listed_issue_ids (id VARCHAR)")
+        for group in chunks(stages, CHUNK_BYTES):
+            result.rows["issues"] += _load_stage(conn, ISSUE, group, result)
+            conn.execute("INSERT INTO listed_issue_ids SELECT id FROM stg_issues")
+            conn.execute(read_sql("merge/issues_visible_again.sql"))
+            touch_unchanged(conn, ISSUE)
+            conn.execute(read_sql("merge/issues.sql"))
+            upsert(conn, ISSUE)
+            conn.execute(f"DROP TABLE stg_{ISSUE.name}")
+        # A quarantined issue was listed (too large to store): it is not one the service stopped showing.
+        conn.execute("INSERT INTO listed_issue_ids SELECT unnest(CAST(? AS VARCHAR[]))", [result.quarantined])
+        result.events = _hide_unlisted_issues(conn, [pid for pid, _, _ in project_state])
         if project_state:
             conn.executemany(
                 "INSERT INTO project_sync_state (workspace_id, project_id, issues_fingerprint, issues_synced_at, "

@@ -1,5 +1,6 @@
--- stg_issues: the complete issue lists of the projects read this run. Events compare the staged state with
--- the history before the upsert overwrites it; both statements run in one transaction.
+-- stg_issues: the complete issue lists of some projects read this run, less the rows unchanged since the last
+-- read (sql/merge/unchanged.sql). Events compare the staged state with the history before the generated
+-- upsert (sql/merge/upsert.sql) overwrites it, in the same transaction.
 INSERT INTO issue_events (workspace_id, issue_id, project_id, target_id, severity, observed_at, event, from_value, to_value)
 WITH d AS (
     SELECT s.*, i.id IS NULL AS is_new, i.status AS old_status, i.severity AS old_severity,
@@ -21,22 +22,3 @@ WITH d AS (
 )
 SELECT getvariable('workspace_id'), id, project_id, target_id, severity, getvariable('now'), event, from_value, to_value
 FROM e;
-
-INSERT INTO issues (workspace_id, id, project_id, target_id, address, control_id, family, severity, confidence, status,
-                    title, explanation, detail, location, file, line, "commit", evidence, fix_unlocked,
-                    status_reason, marked_by, first_seen_at, last_seen_at, fixed_at,
-                    first_observed_at, last_observed_at)
-SELECT getvariable('workspace_id'), id, project_id, target_id, address, control_id, family, severity, confidence, status,
-       title, explanation, detail, location, file, line, "commit", evidence, fix_unlocked,
-       status_reason, marked_by, first_seen_at, last_seen_at, fixed_at,
-       getvariable('now'), getvariable('now')
-FROM stg_issues
-ON CONFLICT (id) DO UPDATE SET
-    project_id = excluded.project_id, target_id = excluded.target_id, address = excluded.address,
-    control_id = excluded.control_id, family = excluded.family, severity = excluded.severity,
-    confidence = excluded.confidence, status = excluded.status, title = excluded.title,
-    explanation = excluded.explanation, detail = excluded.detail, location = excluded.location,
-    file = excluded.file, line = excluded.line, "commit" = excluded."commit", evidence = excluded.evidence,
-    fix_unlocked = excluded.fix_unlocked, status_reason = excluded.status_reason, marked_by = excluded.marked_by,
-    first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at, fixed_at = excluded.fixed_at,
-    last_observed_at = excluded.last_observed_at;

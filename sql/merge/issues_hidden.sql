@@ -3,8 +3,8 @@
 -- its site lost its proof (issues of an unproved site are hidden, only counted in hidden_issues). Such an
 -- issue keeps its status (the service never said it was fixed) and leaves every open count.
 --
--- Variables: listed_projects, the projects whose complete issue lists were read in this transaction (empty
--- when called by the projects merge), and listed_issues, the ids those lists held. An issue missing from a
+-- Variable listed_projects, the projects whose complete issue lists were read in this transaction (empty
+-- when called by the projects merge), and table listed_issue_ids, the ids those lists held. An issue missing from a
 -- list with none of these reasons is left as it is: the contract gives no other way for one to disappear.
 INSERT INTO issue_events (workspace_id, issue_id, project_id, target_id, severity, observed_at, event, from_value, to_value)
 WITH reasons AS (
@@ -21,7 +21,7 @@ WITH reasons AS (
     LEFT JOIN projects p ON p.id = i.project_id
     LEFT JOIN targets t ON t.id = i.target_id
     WHERE i.workspace_id = getvariable('workspace_id')
-      AND i.id NOT IN (SELECT unnest(getvariable('listed_issues')))  -- a listed issue is visible, whatever else
+      AND i.id NOT IN (SELECT id FROM listed_issue_ids)  -- a listed issue is visible, whatever else
 )
 SELECT getvariable('workspace_id'), id, project_id, target_id, severity, getvariable('now'), 'hidden', old_reason, reason
 FROM reasons

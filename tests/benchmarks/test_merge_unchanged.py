@@ -61,7 +61,7 @@ def _run(tmp_path: Path, name: str) -> tuple[list, list, dict]:
 
 def test_skipping_unchanged_rows_gives_what_the_full_upsert_gave(tmp_path, monkeypatch: pytest.MonkeyPatch):
     issues, events, counts = _run(tmp_path, "skip")
-    monkeypatch.setattr(merge_module, "_touch_unchanged_issues", lambda conn: 0)
+    monkeypatch.setattr(merge_module, "touch_unchanged", lambda conn, entity: None)
     full_issues, full_events, full_counts = _run(tmp_path, "full")
     assert issues == full_issues
     assert events == full_events

@@ -1,0 +1,52 @@
+"""Merge statements generated from an entity's column list, as dlt generates its merge jobs.
+
+The statement shapes live in `sql/merge/upsert.sql` and `sql/merge/unchanged.sql`; only the column lists
+are filled in here, from `Entity.columns`, so a field added to an entity (and its migration) reaches the
+stage, the unchanged test, the UPDATE and the INSERT with no other edit.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from string import Template
+
+import duckdb
+
+from pipelines.sqlfiles import read_sql
+from pipelines.storage.entities import Entity
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _fields(entity: Entity) -> dict[str, str]:
+    return {
+        "table": quote(entity.name),
+        "stage": quote(f"stg_{entity.name}"),
+        "key": quote(entity.key),
+        "columns": ", ".join(quote(c) for c in entity.columns),
+        "updates": ", ".join(f"{quote(c)} = {entity.update_rules.get(c, f's.{quote(c)}')}" for c in entity.columns
+                             if c != entity.key and c not in entity.immutable),
+        "revive": ", removed_at = NULL" if entity.tracks_removal else "",
+    }
+
+
+@cache
+def _template(name: str) -> Template:
+    return Template(read_sql(f"merge/{name}.sql"))
+
+
+def statements(template: str, entity: Entity) -> str:
+    """`template` (`upsert` or `unchanged`) filled for `entity`: the SQL that runs, for reading or testing."""
+    return _template(template).substitute(_fields(entity))
+
+
+def touch_unchanged(conn: duckdb.DuckDBPyConnection, entity: Entity) -> None:
+    """Mark the staged rows the history holds as they are seen, and take them out of the stage."""
+    conn.execute(statements("unchanged", entity))
+
+
+def upsert(conn: duckdb.DuckDBPyConnection, entity: Entity) -> None:
+    """Write the staged rows of `entity` into its table (update the known ones, insert the new)."""
+    conn.execute(statements("upsert", entity))

@@ -1,0 +1,113 @@
+"""Merges generated from the entity definitions, merged a bounded group of stage files at a time."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+import pipelines.storage.merge as merge_module
+from pipelines.storage import connect, merge_issue_stages, merge_issues, merge_scans
+from pipelines.storage.entities import ISSUE
+from pipelines.storage.stage import StageFile
+from pipelines.storage.upsert import statements, touch_unchanged, upsert
+from tests.benchmarks.test_merge_unchanged import _issue, _resync
+
+NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
+LATER = NOW + timedelta(hours=1)
+
+
+def _dump(conn) -> tuple[list, list]:
+    return (conn.execute("SELECT * FROM issues ORDER BY id").fetchall(),
+            conn.execute("SELECT * FROM issue_events ORDER BY ALL").fetchall())
+
+
+def test_a_field_added_to_the_entity_reaches_every_merge_statement(tmp_path):
+    """One list of columns: a new field (and its migration) needs no edit of the merge SQL."""
+    entity = dataclasses.replace(ISSUE, columns={**ISSUE.columns, "hidden_reason": "VARCHAR"})
+    sql = statements("upsert", entity) + statements("unchanged", entity)
+    assert sql.count('"hidden_reason"') == 6  # SET (two), INSERT and SELECT lists, the two unchanged hashes
+    conn = connect(tmp_path / "h.duckdb")
+    try:
+        conn.execute("ALTER TABLE issues ADD COLUMN hidden_reason VARCHAR")  # what its migration would do
+        merge_issues(conn, "ws", [_issue(1)], now=NOW)
+        conn.execute("SET VARIABLE now = CAST(? AS TIMESTAMPTZ)", [LATER])
+        conn.execute("SET VARIABLE workspace_id = 'ws'")
+        conn.execute("CREATE TEMP TABLE stg_issues AS SELECT * EXCLUDE (workspace_id, first_observed_at, "
+                     "last_observed_at) REPLACE ('unverified' AS hidden_reason) FROM issues")
+        touch_unchanged(conn, entity)  # the new field differs: the row is not unchanged
+        upsert(conn, entity)
+        assert conn.execute("SELECT hidden_reason, last_observed_at FROM issues").fetchall() == [
+            ("unverified", LATER)]
+    finally:
+        conn.close()
+
+
+def test_merging_a_group_of_stage_files_at_a_time_gives_what_one_merge_gives(tmp_path, monkeypatch):
+    rows = [_issue(n) for n in range(90)]
+    outcomes = []
+    for name, chunk_bytes in (("one", 1 << 30), ("many", 2_000)):
+        monkeypatch.setattr(merge_module, "CHUNK_BYTES", chunk_bytes)
+        conn = connect(tmp_path / f"{name}.duckdb")
+        try:
+            for now, batch in ((NOW, rows), (LATER, _resync(rows))):
+                stages = [StageFile("issues").extend(r for r in batch if r["project_id"] == p).close()
+                          for p in ("p0", "p1", "p2")]
+                stages.append(StageFile("issues").close())  # a project with no issues
+                try:
+                    result = merge_issue_stages(conn, "ws", stages, now=now)
+                finally:
+                    for stage in stages:
+                        stage.discard()
+            outcomes.append((_dump(conn), result.rows, result.events))
+        finally:
+            conn.close()
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1] == {"issues": 91}
+    assert outcomes[0][2] == {"opened": 1, "status_changed": 1, "reopened": 1, "severity_changed": 1}
+
+
+def test_a_walk_that_starts_over_drops_what_it_gave_and_the_latest_sighting_wins(tmp_path):
+    first, moved = _issue(1), dict(_issue(2), title="old")
+    conn = connect(tmp_path / "h.duckdb")
+    with StageFile("issues") as stage:
+        stage.extend([dict(first, title="abandoned pass"), _issue(3)])
+        stage.restart()
+        stage.extend([first, moved, dict(moved, title="new")])  # moved between pages: read twice
+        merge_issue_stages(conn, "ws", [stage.close()], now=NOW)
+    try:
+        assert conn.execute("SELECT right(id, 1), title FROM issues ORDER BY id").fetchall() == [
+            ("1", "Issue 1"), ("2", "new")]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("field", ["kind", "created_at"])
+def test_a_scan_keeps_what_its_first_sighting_said_of_its_immutable_fields(tmp_path, field):
+    scan = {"id": "s1", "target_id": "t1", "project_id": "p1", "kind": "quick", "status": "queued",
+            "reused": False, "created_at": "2026-11-20T12:00:00.000Z"}
+    changed = {**scan, "status": "done", "kind": "audit", "reused": True, "created_at": "2026-11-21T00:00:00.000Z"}
+    conn = connect(tmp_path / "h.duckdb")
+    try:
+        merge_scans(conn, "ws", [scan], now=NOW)
+        merge_scans(conn, "ws", [changed], now=LATER)
+        status, value = conn.execute(f'SELECT status, CAST("{field}" AS VARCHAR) FROM scans').fetchall()[0]
+        assert status == "done"
+        assert value == conn.execute(f"SELECT CAST(CAST(? AS {merge_module.SCAN.columns[field]}) AS VARCHAR)",
+                                     [scan[field]]).fetchall()[0][0]
+    finally:
+        conn.close()
+
+
+def test_reused_once_true_stays_true_through_the_generated_upsert(tmp_path):
+    scan = {"id": "s1", "target_id": "t1", "project_id": "p1", "kind": "quick", "status": "queued", "reused": False}
+    conn = connect(tmp_path / "h.duckdb")
+    try:
+        seen = []
+        for reused in (False, True, False):
+            merge_scans(conn, "ws", [{**scan, "reused": reused}], now=NOW)
+            seen.append(conn.execute("SELECT reused FROM scans").fetchall()[0][0])
+        assert seen == [False, True, True]
+    finally:
+        conn.close()
