@@ -100,14 +100,14 @@ def test_a_project_that_vanishes_mid_sync_is_skipped_with_a_warning_and_nothing_
                               "WHERE project_id = ?", [victim])
         assert kept
         sim.run_round()
-        real = ScanningClient.list_issues
+        real = ScanningClient.iter_issues
 
         def vanish_then_read(self, project_id, **kw):  # deleted just as its issues are about to be read
             if project_id == victim and victim in sim.project_ids():
                 sim.delete_project(victim)
             return real(self, project_id, **kw)
 
-        monkeypatch.setattr(ScanningClient, "list_issues", vanish_then_read)
+        monkeypatch.setattr(ScanningClient, "iter_issues", vanish_then_read)
         outcome = sync_in_process(sim, db)
         monkeypatch.undo()
         assert outcome.success, _root_cause(outcome.error)
