@@ -70,3 +70,25 @@ def test_sensor_asks_for_the_project_whose_scan_finished(sim, env):
         (request,) = scan_finished_sensor(ctx)
     assert isinstance(request, dg.RunRequest) and request.partition_key == "default"
     assert request.run_config["ops"]["issues"]["config"]["project_ids"] == [target["project_id"]]
+
+
+def test_the_history_checks_run_in_one_step_and_only_for_the_selected_assets(env):
+    from pipelines.assets import ALL_ASSETS
+    from pipelines.checks import history_checks
+    from pipelines.resources import default_resources
+
+    def run(selection=None) -> tuple[dict[str, bool], set[str]]:
+        result = dg.materialize([*ALL_ASSETS, *history_checks], resources=default_resources(),
+                                instance=dg.DagsterInstance.ephemeral(), selection=selection)
+        assert result.success
+        evaluations = {e.event_specific_data.check_name: e.event_specific_data.passed for e in result.all_events
+                       if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+        return evaluations, {e.step_key for e in result.all_events if e.is_step_success}
+
+    evaluations, steps = run()
+    assert evaluations == dict.fromkeys(
+        ("issue_ids_unique", "scan_ids_unique", "fixed_exactly_when_fixed_at", "last_seen_not_before_first_seen",
+         "issue_targets_exist", "no_issues_of_unverified_targets"), True)
+    assert steps == {"account", "projects_and_targets", "scans", "issues", "metrics_snapshot", "history_checks"}
+    evaluations, _ = run(["account", "projects", "targets", "scans"])
+    assert evaluations == {"scan_ids_unique": True}
