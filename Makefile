@@ -5,8 +5,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export UV_PYTHON_DOWNLOADS := never
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Byte-compile at install: the first `scanwatch sync` or code-server start does not pay for it.
+export UV_COMPILE_BYTECODE := 1
 
-.PHONY: install demo test lint prom-tools bench bench-quick soak clean
+.PHONY: install demo test lint prom-tools bench bench-quick bench-scale soak clean
 
 install: $(VENV)/.installed
 
@@ -41,6 +43,11 @@ bench-quick: install
 
 bench: install
 	$(BIN)/python -m benchmarks
+
+# The scale curve (about 4k, 40k and 400k issues) and its chart; matplotlib comes with the `bench` extra.
+bench-scale: install
+	$(PYTHON) -m uv pip install -q -p $(VENV) -e '.[dev,bench]' -c constraints.txt
+	$(BIN)/python -m benchmarks.scale
 
 soak: install prom-tools
 	SCANWATCH_SOAK=1 SCANWATCH_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q -m slow
