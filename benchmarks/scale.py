@@ -196,10 +196,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(SIZES), help="simulator scales, smallest first")
     parser.add_argument("--limited", default="medium", help="scale of the rate-limited first sync ('' = none)")
+    parser.add_argument("--from-json", type=Path, help="print the table and draw the chart of a saved result")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return _child()
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        rows = sorted(saved["sizes"], key=lambda r: r["issues"])
+        _print(rows, saved.get("rate_limited"))
+        chart(rows)
+        return 0
     work = Path(tempfile.mkdtemp(prefix="scanwatch-scale-"))
     try:
         rows = []
@@ -209,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         limited = measure_size(args.limited, work / "limited", rate_limit=120) if args.limited else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    rows.sort(key=lambda r: r["issues"])
     _print(rows, limited)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "scale.json").write_text(json.dumps({"sizes": rows, "rate_limited": limited}, indent=2))

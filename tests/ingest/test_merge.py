@@ -111,3 +111,16 @@ def test_reused_once_true_stays_true_through_the_generated_upsert(tmp_path):
         assert seen == [False, True, True]
     finally:
         conn.close()
+
+
+def test_the_history_opens_with_bounded_memory_and_one_thread(tmp_path):
+    conn = connect(tmp_path / "h.duckdb")
+    try:
+        settings = dict(conn.execute(
+            "SELECT name, value FROM duckdb_settings() WHERE name IN "
+            "('memory_limit', 'threads', 'preserve_insertion_order')").fetchall())
+    finally:
+        conn.close()
+    assert settings["threads"] == "1"
+    assert settings["preserve_insertion_order"] == "false"
+    assert settings["memory_limit"].endswith("MiB") and float(settings["memory_limit"].split()[0]) <= 192
