@@ -9,23 +9,47 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from pipelines.stale_files import remove_stale
-
 SEQ = "__scanwatch_seq"  # the order of arrival; a later sighting of an id wins
-PATTERN = "scanwatch-*-*.ndjson"
+FOLDER_PREFIX = "scanwatch-stage-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def stage_folder(base: Path | None = None) -> Path:
+    """This process's own folder of stage files, `scanwatch-stage-<pid>` in the temp folder.
+
+    A sync at the real rate limit reads for long (about 36 minutes for 400k issues), so a file written early
+    must never look stale: leftovers are told by their owner's death, not by their age. Folders of processes
+    that are gone (a sync killed mid-stage) are removed here.
+    """
+    base = Path(tempfile.gettempdir()) if base is None else base
+    for folder in base.glob(f"{FOLDER_PREFIX}*"):
+        pid = folder.name.removeprefix(FOLDER_PREFIX)
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+    own = base / f"{FOLDER_PREFIX}{os.getpid()}"
+    own.mkdir(mode=0o700, exist_ok=True)
+    return own
 
 
 class StageFile:
     """One list's items, appended one line each; `discard()` removes the file (always call it)."""
 
     def __init__(self, name: str) -> None:
-        folder = Path(tempfile.gettempdir())
-        remove_stale(folder, PATTERN)  # left by a sync killed mid-stage
-        fd, path = tempfile.mkstemp(prefix=f"scanwatch-{name}-", suffix=".ndjson", dir=folder)
+        fd, path = tempfile.mkstemp(prefix=f"{name}-", suffix=".ndjson", dir=stage_folder())
         self.path = Path(path)
         self._fh = os.fdopen(fd, "w", encoding="utf-8")
         self._seq = 0

@@ -124,3 +124,28 @@ def test_the_history_opens_with_bounded_memory_and_one_thread(tmp_path):
     assert settings["threads"] == "1"
     assert settings["preserve_insertion_order"] == "false"
     assert settings["memory_limit"].endswith("MiB") and float(settings["memory_limit"].split()[0]) <= 192
+
+
+def test_a_stage_file_outlives_a_long_read_and_a_dead_syncs_files_are_removed(tmp_path, monkeypatch):
+    """At the real rate limit a big first sync reads for half an hour: a project read early keeps its file."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    early = StageFile("issues").extend([_issue(1)]).close()
+    hour_ago = time.time() - 3600
+    os.utime(early.path, (hour_ago, hour_ago))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = tmp_path / f"scanwatch-stage-{int(dead.stdout)}"
+    orphan.mkdir()
+    (orphan / "issues-x.ndjson").write_text("{}\n")
+    late = StageFile("issues")
+    try:
+        assert early.path.exists() and early.size > 0
+        assert not orphan.exists()
+    finally:
+        early.discard()
+        late.discard()
