@@ -25,21 +25,21 @@ def _dump(conn) -> tuple[list, list]:
 
 def test_a_field_added_to_the_entity_reaches_every_merge_statement(tmp_path):
     """One list of columns: a new field (and its migration) needs no edit of the merge SQL."""
-    entity = dataclasses.replace(ISSUE, columns={**ISSUE.columns, "hidden_reason": "VARCHAR"})
+    entity = dataclasses.replace(ISSUE, columns={**ISSUE.columns, "exploit_maturity": "VARCHAR"})
     sql = statements("upsert", entity) + statements("unchanged", entity)
-    assert sql.count('"hidden_reason"') == 6  # SET (two), INSERT and SELECT lists, the two unchanged hashes
+    assert sql.count('"exploit_maturity"') == 6  # SET (two), INSERT and SELECT lists, the two unchanged hashes
     conn = connect(tmp_path / "h.duckdb")
     try:
-        conn.execute("ALTER TABLE issues ADD COLUMN hidden_reason VARCHAR")  # what its migration would do
+        conn.execute("ALTER TABLE issues ADD COLUMN exploit_maturity VARCHAR")  # what its migration would do
         merge_issues(conn, "ws", [_issue(1)], now=NOW)
         conn.execute("SET VARIABLE now = CAST(? AS TIMESTAMPTZ)", [LATER])
         conn.execute("SET VARIABLE workspace_id = 'ws'")
         conn.execute("CREATE TEMP TABLE stg_issues AS SELECT * EXCLUDE (workspace_id, first_observed_at, "
-                     "last_observed_at) REPLACE ('unverified' AS hidden_reason) FROM issues")
+                     "last_observed_at) REPLACE ('weaponized' AS exploit_maturity) FROM issues")
         touch_unchanged(conn, entity)  # the new field differs: the row is not unchanged
         upsert(conn, entity)
-        assert conn.execute("SELECT hidden_reason, last_observed_at FROM issues").fetchall() == [
-            ("unverified", LATER)]
+        assert conn.execute("SELECT exploit_maturity, last_observed_at FROM issues").fetchall() == [
+            ("weaponized", LATER)]
     finally:
         conn.close()
 
