@@ -141,8 +141,8 @@ def _print(rows: list[dict], limited: dict | None) -> None:
     for r in rows:
         f, s = r["first"], r["resync"]
         print(" | ".join(str(x) for x in (
-            f"{r['issues']:,}", f"{f['seconds']} s ({f['cpu_seconds']} s)", f["requests"],
-            f"{s['seconds']} s ({s['cpu_seconds']} s)", s["requests"],
+            f"{r['issues']:,}", f"{f['seconds']} s ({f.get('cpu_seconds', '-')} s)", f["requests"],
+            f"{s['seconds']} s ({s.get('cpu_seconds', '-')} s)", s["requests"],
             f"{max(f['peak_rss_mib'], s['peak_rss_mib'])} MiB", f"{r['db_mib']} MiB", f"{f['merge_seconds']} s",
             f"{s['merge_seconds']} s", f"{r['snapshot_seconds']} s", f"{r['scrape_p99_ms']} ms", r["series"])))
     if len(rows) >= 2:
@@ -170,7 +170,7 @@ def chart(rows: list[dict], path: Path = CHART) -> Path | None:
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), constrained_layout=True)
     panels = (
         ("sync seconds", {"first sync, wall": [r["first"]["seconds"] for r in rows],
-                          "first sync, CPU": [r["first"]["cpu_seconds"] for r in rows],
+                          "first sync, CPU": [r["first"].get("cpu_seconds") for r in rows],
                           "unchanged re-sync, wall": [r["resync"]["seconds"] for r in rows]}),
         ("peak RSS (MiB)", {"first sync": [r["first"]["peak_rss_mib"] for r in rows],
                             "re-sync": [r["resync"]["peak_rss_mib"] for r in rows]}),
@@ -180,7 +180,8 @@ def chart(rows: list[dict], path: Path = CHART) -> Path | None:
     )
     for ax, (title, series) in zip(axes.flat, panels, strict=True):
         for label, ys in series.items():
-            ax.plot(x, ys, marker="o", label=label)
+            points = [(a, b) for a, b in zip(x, ys, strict=True) if b]  # a figure an older run lacks is left out
+            ax.plot([a for a, _ in points], [b for _, b in points], marker="o", label=label)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("issues in the history")
