@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -16,6 +17,52 @@ from pathlib import Path
 
 SEQ = "__scanwatch_seq"  # the order of arrival; a later sighting of an id wins
 FOLDER_PREFIX = "scanwatch-stage-"
+MAX_RECORD_BYTES = 4 * 1024 * 1024  # one object of the contract is a few KB; a page of 100 is capped at 64 MiB
+QUARANTINED = "(record)"  # the ingest_warnings field of a record left out whole
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str every surrogate is lone (pairs decode to one char)
+
+Problem = tuple[str | None, str, str, str]  # entity id, field, value for ingest_warnings, line for the log
+
+
+def _without_surrogates(value: object, path: str, found: list[str]) -> object:
+    """``value`` with every lone surrogate replaced by U+FFFD; the dotted paths changed go to ``found``."""
+    if isinstance(value, str):
+        fixed = _SURROGATE.sub("\ufffd", value)
+        if fixed != value:
+            found.append(path)
+        return fixed
+    if isinstance(value, dict):
+        return {_without_surrogates(k, path, []): _without_surrogates(v, f"{path}.{k}".lstrip("."), found)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+    return value
+
+
+def encode(rec: dict) -> tuple[bytes | None, list[Problem]]:
+    """One record as UTF-8 JSON, or None when it is quarantined (too large), and what was wrong with it.
+
+    One bad record is one warning, never a failed list: a lone surrogate (which no UTF-8 file can hold) is
+    stored as U+FFFD, and a record over `MAX_RECORD_BYTES` is left out and listed.
+    """
+    problems: list[Problem] = []
+    entity_id = rec.get("id")
+    try:
+        data = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        fields: list[str] = []
+        rec = _without_surrogates(rec, "", fields)  # type: ignore[assignment]
+        problems += [(entity_id, fld, "lone surrogate replaced by U+FFFD",
+                      f"{fld} held an invalid string (a lone surrogate); stored with U+FFFD in its place")
+                     for fld in fields]
+        data = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if len(data) > MAX_RECORD_BYTES:
+        problems.append((entity_id, QUARANTINED, f"quarantined: over {MAX_RECORD_BYTES // (1024 * 1024)} MiB",
+                         f"a record of {len(data) / 1e6:.1f} MB, over the {MAX_RECORD_BYTES // (1024 * 1024)} MiB a "
+                         "record may hold, left out and listed in ingest_warnings; the history keeps its earlier "
+                         "state"))
+        return None, problems
+    return data, problems
 
 
 def _alive(pid: int) -> bool:
@@ -51,15 +98,22 @@ class StageFile:
     def __init__(self, name: str) -> None:
         fd, path = tempfile.mkstemp(prefix=f"{name}-", suffix=".ndjson", dir=stage_folder())
         self.path = Path(path)
-        self._fh = os.fdopen(fd, "w", encoding="utf-8")
+        self._fh = os.fdopen(fd, "wb")
         self._seq = 0
         self.count = 0
+        self.problems: list[Problem] = []  # reported by the merge, which holds the history's connection
+        self.quarantined: list[str] = []
 
     def write(self, item: dict) -> None:
+        data, problems = encode(item)
+        self.problems += problems
+        if data is None:
+            self.quarantined.append(str(item.get("id")))
+            return
         self._seq += 1
         self.count += 1
-        body = json.dumps(item, separators=(",", ":"))[1:]
-        self._fh.write(f'{{"{SEQ}":{self._seq}{"," if body != "}" else ""}{body}\n')
+        body = data[1:]
+        self._fh.write(b'{"%s":%d%s%s\n' % (SEQ.encode(), self._seq, b"," if body != b"}" else b"", body))
 
     def extend(self, items: Iterable[dict]) -> StageFile:
         for item in items:
