@@ -79,7 +79,8 @@ def test_the_history_checks_run_in_one_step_and_only_for_the_selected_assets(env
 
     def run(selection=None) -> tuple[dict[str, bool], set[str]]:
         result = dg.materialize([*ALL_ASSETS, *history_checks], resources=default_resources(),
-                                instance=dg.DagsterInstance.ephemeral(), selection=selection)
+                                instance=dg.DagsterInstance.ephemeral(), selection=selection,
+                                partition_key="default")
         assert result.success
         evaluations = {e.event_specific_data.check_name: e.event_specific_data.passed for e in result.all_events
                        if e.event_type_value == "ASSET_CHECK_EVALUATION"}
