@@ -12,7 +12,6 @@ FAMILIES = ("database", "secrets", "exposedFiles", "personalData", "vulnerableVe
             "compliance", "server", "code")
 SEVERITIES = ("critical", "high", "medium", "low", "info")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
-CONFIDENCES = ("confirmed", "likely", "estimated")
 ISSUE_STATUSES = ("open", "fixed", "false_positive", "accepted_risk")
 
 

@@ -61,10 +61,6 @@ class Credential:
     scopes: frozenset[str] | None = None  # None = API key with every permission
     revoked: bool = False
 
-    @property
-    def is_token(self) -> bool:
-        return self.secret.startswith("rat_")
-
 
 @dataclass(slots=True)
 class Project:

@@ -6,9 +6,6 @@ logic on a message instead of `code` breaks as soon as a French key answers, whi
 
 from __future__ import annotations
 
-LANGUAGES = ("en", "fr")
-
-
 MESSAGES: dict[str, tuple[str, str]] = {
     "body_invalid": ("The request body is not valid JSON or is malformed.",
                      "Le corps de la requête n'est pas du JSON valide ou est mal formé."),

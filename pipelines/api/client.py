@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json as jsonlib
 import logging
-import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -131,7 +130,6 @@ class ScanningClient:
         self._pacer = shared_pacer(self.base_url, api_key, clock=clock, sleep=sleep) if share_pacer else Pacer(
             clock=clock, sleep=sleep)
         self._pacer.max_reset_wait = bounds.max_reset_wait
-        self._version_lock = threading.Lock()
         self._http = httpx.Client(
             base_url=self.base_url + "/",
             transport=transport,

@@ -145,14 +145,6 @@ def http_status(url: str, timeout: float = 2.0) -> int | None:
         return None
 
 
-def http_text(url: str, timeout: float = 2.0) -> str | None:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return resp.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-
-
 def wait_until(ready: Callable[[], bool], child: Child, what: str, timeout: float) -> None:
     """Poll until ready, failing fast when the child dies instead of waiting out the timeout."""
     deadline = time.monotonic() + timeout
