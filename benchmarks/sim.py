@@ -40,6 +40,7 @@ class SimProcess:
             elif line.startswith("API key"):
                 self.keys.append(line.split(":", 1)[1].strip())
                 self.api_key = self.keys[0]
+        print(f"[bench] simulator --scale {scale} built and serving in {time.monotonic() - deadline + 60:.1f} s", file=sys.stderr, flush=True)  # noqa: E501
         self.root_url = self.base_url[: -len("/v1")]
         self.control = httpx.Client(base_url=self.root_url + "/_sim", timeout=120)
 
