@@ -66,7 +66,7 @@ def _sync(sim, env: dict[str, str]) -> dict:
 
 
 def _snapshot_seconds(db: Path, snapshot: Path) -> float:
-    from pipelines.assets.metrics import refresh_snapshot
+    from pipelines.snapshot import refresh_snapshot
     from pipelines.storage import connect
 
     conn = connect(db)

@@ -1,10 +1,12 @@
-"""The walk of one sync: which of scanwatch's files run between the API call and `secscan_issues_open`.
+"""The walk of one sync: which of scanwatch's files a reader follows from the API call to `secscan_issues_open`.
 
-    python -m benchmarks.walk [--root CHECKOUT]
+    python -m benchmarks.walk [--root CHECKOUT] [--list]
 
 Runs `scanwatch sync` against the simulator and then `scanwatch exporter` for one scrape, each under a
-tracer that records every Python file of the checkout a function of which runs and every `.sql` file
-opened, and prints the counts (the files, with --list). `--root` measures another checkout with this one's
+tracer, and prints three counts: the Python files of the checkout whose functions run (what a reader
+follows), the files only imported on the way (their module bodies run, none of their functions), and the
+`.sql` files opened. A module body, a class body, and the comprehensions and lambdas they evaluate are
+import work; every other frame is a function running. `--root` measures another checkout with this one's
 interpreter, for a before/after comparison.
 """
 
@@ -28,19 +30,29 @@ TRACER = r"""
 import atexit, json, runpy, sys, threading
 out, root = sys.argv[1], sys.argv[2]
 sys.argv = ["scanwatch", *sys.argv[4:]]
-seen, opened = [], []
+ran, imported, opened = {}, {}, {}
+OPTIMIZED = 0x1  # CO_OPTIMIZED: a function's frame; module and class bodies lack it
+def import_work(frame):
+    code = frame.f_code
+    if not code.co_flags & OPTIMIZED:
+        return True
+    # a comprehension or lambda evaluated by a module or class body is that body's work
+    back = frame.f_back
+    return (code.co_name.startswith("<") and back is not None and back.f_code.co_filename == code.co_filename
+            and not back.f_code.co_flags & OPTIMIZED)
 def tracer(frame, event, arg):
     f = frame.f_code.co_filename
-    if f.startswith(root) and "/.venv/" not in f and f not in seen:
-        seen.append(f)
+    if f.startswith(root) and "/.venv/" not in f:
+        (imported if import_work(frame) else ran).setdefault(f, None)
     return None
 def audit(event, args):
-    if event == "open" and isinstance(args[0], str) and args[0].endswith(".sql") and args[0] not in opened:
-        opened.append(args[0])
+    if event == "open" and isinstance(args[0], str) and args[0].endswith(".sql"):
+        opened.setdefault(args[0], None)
 sys.addaudithook(audit)
 threading.settrace(tracer)
 sys.settrace(tracer)
-atexit.register(lambda: open(out, "w").write(json.dumps({"python": seen, "sql": opened})))
+atexit.register(lambda: open(out, "w").write(json.dumps(
+    {"ran": list(ran), "imported": list(imported), "sql": list(opened)})))
 sys.path.insert(0, root)
 try:
     runpy.run_module("pipelines.cli", run_name="__main__")
@@ -93,9 +105,10 @@ def walk(root: Path) -> dict[str, list[str]]:
             exporter.wait(timeout=30)
         parts = [json.loads((Path(tmp) / f"{n}.json").read_text()) for n in ("sync", "exporter")]
     rel = lambda p: str(Path(p).resolve().relative_to(root.resolve()))  # noqa: E731
-    python = sorted({rel(p) for part in parts for p in part["python"]})
+    ran = sorted({rel(p) for part in parts for p in part["ran"]})
+    imported = sorted({rel(p) for part in parts for p in part["imported"]} - set(ran))
     sql = sorted({rel(p) for part in parts for p in part["sql"]})
-    return {"python": python, "sql": sql}
+    return {"ran": ran, "imported": imported, "sql": sql}
 
 
 def main() -> None:
@@ -104,10 +117,11 @@ def main() -> None:
     parser.add_argument("--list", action="store_true", help="print the files, not only their counts")
     args = parser.parse_args()
     found = walk(args.root.resolve())
-    print(f"walk of one sync to secscan_issues_open in {args.root}: {len(found['python'])} Python files, "
-          f"{len(found['sql'])} SQL files")
+    print(f"walk of one sync to secscan_issues_open in {args.root}: {len(found['ran'])} Python files run "
+          f"(+{len(found['imported'])} only imported), {len(found['sql'])} SQL files opened")
     if args.list:
-        for kind in ("python", "sql"):
+        for kind, title in (("ran", "run"), ("imported", "only imported"), ("sql", "SQL opened")):
+            print(f"{title}:")
             print("\n".join(f"  {p}" for p in found[kind]))
 
 

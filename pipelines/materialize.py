@@ -120,7 +120,7 @@ def _refresh_snapshot_after_failure() -> None:
     """Dagster skips the snapshot asset when an upstream asset fails; write it anyway, best effort, so
     the failure shows on /metrics now."""
     from pipelines import settings
-    from pipelines.assets.metrics import refresh_snapshot
+    from pipelines.snapshot import refresh_snapshot
     from pipelines.storage import connect
 
     try:

@@ -80,7 +80,7 @@ def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceRe
 def snapshot_after_failure(context: dg.RunFailureSensorContext, history: HistoryResource) -> None:
     """Rewrites the metrics snapshot after a failed run, so `secscan_pipeline_last_run_success` and the
     failure counters show the failure now instead of waiting for the next good sync."""
-    from pipelines.assets.metrics import refresh_snapshot
+    from pipelines.snapshot import refresh_snapshot
     from pipelines.storage import HistoryLockedError
 
     try:

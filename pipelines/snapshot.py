@@ -12,13 +12,13 @@ import math
 import os
 import re
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exporters.snapshot_format import SCHEMA_VERSION, TABLES, encode_snapshot
-from pipelines import milestones, vocabulary
-from pipelines.stale_files import remove_stale
+from pipelines import milestones, settings, vocabulary
 
 if TYPE_CHECKING:  # duckdb stays out of the exporter's imports
     import duckdb
@@ -111,6 +111,35 @@ def build_snapshot(
     }
 
 
+def refresh_snapshot(conn: duckdb.DuckDBPyConnection, *, path: Path | None = None, now: datetime | None = None,
+                     sla_days: dict[str, int] | None = None, critical_info_limit: int = 50,
+                     critical_new_limit: int = CRITICAL_NEW_LIMIT) -> Path:
+    """Build the snapshot from committed history and replace the file atomically.
+
+    Also called after a failed run (the CLI's failure path and the run-failure sensor): Dagster skips this
+    asset when an upstream one fails, and without a fresh snapshot the failure would stay invisible on
+    /metrics until the staleness alert.
+    """
+    path = path or settings.Settings.load().paths.snapshot
+    snapshot = build_snapshot(conn, now=now or datetime.now(UTC), critical_info_limit=critical_info_limit,
+                              critical_new_limit=critical_new_limit,
+                              sla_days=vocabulary.sla_policy(overrides=sla_days))
+    milestones.reached("snapshot.built")
+    write_snapshot(snapshot, path)
+    return path
+
+
+def _remove_stale_temp_files(path: Path, *, older_than_seconds: float = 600.0) -> None:
+    """A writer killed mid-write leaves its temp file; a live writer's file is recent, so it stays."""
+    cutoff = time.time() - older_than_seconds
+    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
+        try:
+            if leftover.stat().st_mtime < cutoff:
+                leftover.unlink()
+        except OSError:  # another writer removed it first
+            continue
+
+
 def write_snapshot(snapshot: dict, path: Path) -> None:
     """Replace the snapshot atomically: a temp file in the same directory, fsync, then os.replace.
 
@@ -119,7 +148,7 @@ def write_snapshot(snapshot: dict, path: Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = encode_snapshot(snapshot)
-    remove_stale(path.parent, f".{path.name}.*.tmp")  # a writer killed mid-write leaves its temp file
+    _remove_stale_temp_files(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

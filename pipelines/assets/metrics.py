@@ -1,16 +1,13 @@
 """The metrics snapshot the exporter serves."""
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 
-from pipelines import milestones, settings, vocabulary
 from pipelines.assets.step import sync_step
 from pipelines.backfill.reconstruct import reconstruct
 from pipelines.resources import HistoryResource
-from pipelines.snapshot import CRITICAL_NEW_LIMIT, build_snapshot, write_snapshot
+from pipelines.snapshot import CRITICAL_NEW_LIMIT, refresh_snapshot
 
 
 class SnapshotConfig(dg.Config):
@@ -18,24 +15,6 @@ class SnapshotConfig(dg.Config):
     sla_days: dict[str, int] = {}  # per severity; unnamed ones come from SCANWATCH_SLA_DAYS or 7/30/90/180
     critical_info_limit: int = 50  # bound on the per-issue info series for open critical issues
     critical_new_limit: int = CRITICAL_NEW_LIMIT  # per workspace, bound on the issues the new-critical alert names
-
-
-def refresh_snapshot(conn: duckdb.DuckDBPyConnection, *, path: Path | None = None, now: datetime | None = None,
-                     sla_days: dict[str, int] | None = None, critical_info_limit: int = 50,
-                     critical_new_limit: int = CRITICAL_NEW_LIMIT) -> Path:
-    """Build the snapshot from committed history and replace the file atomically.
-
-    Also called after a failed run (the CLI's failure path and the run-failure sensor): Dagster skips this
-    asset when an upstream one fails, and without a fresh snapshot the failure would stay invisible on
-    /metrics until the staleness alert.
-    """
-    path = path or settings.Settings.load().paths.snapshot
-    snapshot = build_snapshot(conn, now=now or datetime.now(UTC), critical_info_limit=critical_info_limit,
-                              critical_new_limit=critical_new_limit,
-                              sla_days=vocabulary.sla_policy(overrides=sla_days))
-    milestones.reached("snapshot.built")
-    write_snapshot(snapshot, path)
-    return path
 
 
 @dg.asset(group_name="exporter", kinds={"duckdb", "prometheus"},

@@ -12,8 +12,8 @@ import pytest
 
 from exporters.snapshot_format import parse_snapshot
 from pipelines import sqlfiles
-from pipelines.assets.metrics import refresh_snapshot
 from pipelines.commands.sql import execute_read_only
+from pipelines.snapshot import refresh_snapshot
 from pipelines.storage import connect
 
 

@@ -1,0 +1,120 @@
+"""The import graph of `pipelines/` and `exporters/` runs one way: a module imports its own layer or lower.
+
+A reader following one sync then walks down, never back up: the CLI starts Dagster's run, the assets
+call storage and the API client, storage runs SQL, and every layer reads the same settings and
+vocabulary. The exporter stands beside it and shares only the snapshot format (and the one settings
+object, in its command entry). docs/architecture.md draws the same layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Lowest first. A module is named, or falls under a package named with `.*` (`pipelines.api.*`); a new
+# module must be placed here, so where it stands is a decision, not an accident.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("pipelines", "pipelines.settings", "pipelines.workspaces_file", "pipelines.vocabulary",
+              "pipelines.sqlfiles", "pipelines.text", "pipelines.milestones", "pipelines.scan_budget",
+              "exporters.snapshot_format", "exporters.families")),
+    ("api", ("pipelines.api", "pipelines.api.*")),
+    ("storage", ("pipelines.storage", "pipelines.storage.*", "pipelines.backfill",
+                 "pipelines.backfill.reconstruct", "pipelines.workspace_scope", "pipelines.snapshot")),
+    ("dagster", ("pipelines.resources", "pipelines.partitions", "pipelines.assets", "pipelines.assets.*",
+                 "pipelines.checks", "pipelines.jobs", "pipelines.schedules", "pipelines.sensors",
+                 "pipelines.scheduled_scans", "pipelines.definitions")),
+    ("commands", ("pipelines.materialize", "pipelines.commands", "pipelines.commands.*", "pipelines.backfill.tsdb",
+                  "pipelines.backfill.openmetrics", "pipelines.history", "pipelines.cli")),
+    ("exporter", ("exporters", "exporters.*")),
+]
+# What the exporter may take from `pipelines`: its command reads the one settings object, nothing more.
+EXPORTER_MAY_IMPORT = {"exporters.cli": {"pipelines.settings"}}
+
+
+def modules(root: Path) -> dict[str, str]:
+    """Module name -> source, for every file of `pipelines/` and `exporters/`."""
+    found = {}
+    for path in sorted([*root.glob("pipelines/**/*.py"), *root.glob("exporters/**/*.py")]):
+        parts = path.relative_to(root).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path.read_text(encoding="utf-8")
+    return found
+
+
+def imports(source: str, known: set[str]) -> set[str]:
+    """The project modules `source` imports, at module level or inside a function alike."""
+    out = set()
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from pipelines import milestones` imports the module pipelines.milestones
+            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module
+                     for a in node.names]
+        out.update(n for n in names if n in known)
+    return out
+
+
+def layer_of(module: str) -> int:
+    """The layer naming `module` itself, else the one whose longest `package.*` holds it."""
+    best, depth = None, -1
+    for index, (_, members) in enumerate(LAYERS):
+        for member in members:
+            if module == member:
+                return index
+            if member.endswith(".*") and module.startswith(member[:-1]) and member.count(".") > depth:
+                best, depth = index, member.count(".")
+    if best is None:
+        raise LookupError(f"{module} is in no layer: name it in LAYERS")
+    return best
+
+
+def violations(sources: dict[str, str]) -> list[str]:
+    """Every import that goes up a layer, or from the exporter into `pipelines` beyond what it may take."""
+    known = set(sources)
+    found = []
+    for module, source in sorted(sources.items()):
+        here = layer_of(module)
+        for target in sorted(imports(source, known) - {module}):
+            there = layer_of(target)
+            if LAYERS[here][0] == "exporter" and target.startswith("pipelines"):
+                if target not in EXPORTER_MAY_IMPORT.get(module, set()):
+                    found.append(f"{module} (exporter) imports {target}: the exporter reads the snapshot only")
+            elif there > here:
+                found.append(f"{module} ({LAYERS[here][0]}) imports {target} ({LAYERS[there][0]}): upward")
+    return found
+
+
+def test_every_module_has_a_layer():
+    for module in modules(ROOT):
+        layer_of(module)
+
+
+def test_imports_only_go_down():
+    assert violations(modules(ROOT)) == []
+
+
+@pytest.mark.parametrize(("module", "line", "said"), [
+    ("pipelines.storage.merge", "from pipelines.assets.step import Step", "(dagster): upward"),
+    ("pipelines.api.client", "import pipelines.storage.db", "(storage): upward"),
+    ("pipelines.snapshot", "from pipelines.materialize import materialize_all", "(commands): upward"),
+    ("exporters.collector", "from pipelines.snapshot import write_snapshot", "the exporter reads the snapshot"),
+    ("exporters.source", "from pipelines import vocabulary", "the exporter reads the snapshot"),
+])
+def test_an_upward_import_is_caught(module, line, said):
+    sources = modules(ROOT)
+    sources[module] += f"\n\ndef added():\n    {line}\n"
+    found = violations(sources)
+    assert len(found) == 1 and found[0].startswith(module) and said in found[0], found
+
+
+def test_a_module_outside_the_layers_is_named():
+    sources = {**modules(ROOT), "pipelines.newcomer": ""}
+    with pytest.raises(LookupError, match=r"pipelines\.newcomer is in no layer"):
+        for module in sources:
+            layer_of(module)
