@@ -55,12 +55,13 @@ def build_history(path: Path, scale: dict[str, int]):
       TIMESTAMPTZ '2026-10-31' - to_minutes(g * 26), TIMESTAMPTZ '2026-10-31' - to_minutes(g * 26 - 1),
       TIMESTAMPTZ '2026-01-01', TIMESTAMPTZ '2026-10-31' FROM range({s}) r(g);
     CREATE TEMP TABLE gen AS SELECT g, 'i' || g AS id, 'p' || ((g % {t}) % {p}) AS project_id, 't' || (g % {t})
-      AS target_id, (['critical', 'high', 'medium', 'low', 'info'])[1 + (g * 7) % 5 ] AS severity,
+      AS target_id, sev.names[1 + (g * 7) % len(sev.names)] AS severity,
       (['database', 'secrets', 'exposedFiles', 'personalData', 'vulnerableVersions', 'configuration',
         'compliance', 'server', 'code'])[1 + g % 9] AS family,
       CASE WHEN g % 3 = 0 THEN 'open' WHEN g % 11 = 0 THEN 'accepted_risk' WHEN g % 13 = 0 THEN 'false_positive'
         ELSE 'fixed' END AS status,
-      TIMESTAMPTZ '2026-10-31' - to_minutes(g * 10) AS first_seen FROM range({i}) r(g);
+      TIMESTAMPTZ '2026-10-31' - to_minutes(g * 10) AS first_seen FROM range({i}) r(g),
+      (SELECT list(severity ORDER BY rank) AS names FROM severities) sev;  -- the vocabulary's, worst first
     INSERT INTO issues (workspace_id, id, project_id, target_id, address, control_id, family, severity, confidence,
       status, title, explanation, detail, location, evidence, fix_unlocked, first_seen_at, last_seen_at, fixed_at,
       first_observed_at, last_observed_at)

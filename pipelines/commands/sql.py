@@ -28,6 +28,10 @@ EXIT_ERROR = 1
 EXIT_BUSY = 75  # EX_TEMPFAIL: the same command will work once the sync is done
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _READ_TYPES = {"SELECT", "EXPLAIN"}  # SHOW, DESCRIBE, SUMMARIZE, FROM and VALUES parse as SELECT
+# A PIVOT whose columns come from a query (`ON severity IN (SELECT severity FROM severities)`) parses as
+# MULTI: DuckDB first makes an enum of the column names. It is a read when the statement itself is a query;
+# `CREATE TABLE ... AS PIVOT` or `INSERT ... PIVOT` are MULTI too, and begin otherwise.
+_QUERY_START = re.compile(r"^\s*(?:--[^\n]*\n\s*)*\(*\s*(SELECT|WITH|FROM|PIVOT|UNPIVOT)\b", re.IGNORECASE)
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?", re.IGNORECASE)
 DEFAULT_TIMEOUT = 60.0
 
@@ -152,6 +156,8 @@ def _single_read_statement(con: Any, sql: str) -> str:
     if len(statements) > 1:
         raise SqlCommandError(f"one statement at a time (got {len(statements)})")
     kind = _kind(statements[0])
+    if kind == "MULTI" and _QUERY_START.match(statements[0].query):
+        kind = "SELECT"
     if kind not in _READ_TYPES:
         raise SqlCommandError(
             f"the history is read-only here: {kind} is refused; run SELECT, WITH, FROM, SHOW, DESCRIBE or EXPLAIN"

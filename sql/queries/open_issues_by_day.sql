@@ -117,16 +117,7 @@ deltas AS (
     WHERE status_then = 'open' AND visible_then AND next_p IS NOT NULL
 ),
 daily AS (
-    SELECT
-        day,
-        sum(delta) FILTER (WHERE severity = 'critical') AS critical,
-        sum(delta) FILTER (WHERE severity = 'high') AS high,
-        sum(delta) FILTER (WHERE severity = 'medium') AS medium,
-        sum(delta) FILTER (WHERE severity = 'low') AS low,
-        sum(delta) FILTER (WHERE severity = 'info') AS info,
-        sum(delta) AS total
-    FROM deltas
-    GROUP BY day
+    SELECT day, severity, sum(delta) AS delta FROM deltas GROUP BY day, severity
 ),
 days AS (
     SELECT CAST(d AS DATE) AS day
@@ -136,52 +127,50 @@ days AS (
         (SELECT CAST(greatest(timezone('UTC', now()), max(p)) AS DATE) FROM points),
         INTERVAL 1 DAY
     ) AS t(d)
-)
-,
+),
 first_sync AS (
     SELECT min(first_observed_day) AS first_day, max(first_observed_day) AS last_day FROM first_observations
 ),
+-- Every severity of the vocabulary, and any other the service sent (it still counts in the total).
+severity_names AS (
+    SELECT severity FROM severities UNION SELECT severity FROM deltas
+),
 observed AS (
-    SELECT
-        d.day,
-        CAST(sum(coalesce(x.critical, 0)) OVER w AS BIGINT) AS critical,
-        CAST(sum(coalesce(x.high, 0)) OVER w AS BIGINT) AS high,
-        CAST(sum(coalesce(x.medium, 0)) OVER w AS BIGINT) AS medium,
-        CAST(sum(coalesce(x.low, 0)) OVER w AS BIGINT) AS low,
-        CAST(sum(coalesce(x.info, 0)) OVER w AS BIGINT) AS info,
-        CAST(sum(coalesce(x.total, 0)) OVER w AS BIGINT) AS total
+    SELECT d.day, s.severity, sum(coalesce(x.delta, 0)) OVER (PARTITION BY s.severity ORDER BY d.day) AS issues
     FROM days AS d
-    LEFT JOIN daily AS x ON x.day = d.day
-    WINDOW w AS (ORDER BY d.day)
+    CROSS JOIN severity_names AS s
+    LEFT JOIN daily AS x ON x.day = d.day AND x.severity = s.severity
 ),
 -- Before the first sync: the reconstruction (`scanwatch backfill`), never an observation.
 reconstructed AS (
-    SELECT
-        r.day,
-        CAST(sum(r.open_issues) FILTER (WHERE r.severity = 'critical') AS BIGINT) AS critical,
-        CAST(sum(r.open_issues) FILTER (WHERE r.severity = 'high') AS BIGINT) AS high,
-        CAST(sum(r.open_issues) FILTER (WHERE r.severity = 'medium') AS BIGINT) AS medium,
-        CAST(sum(r.open_issues) FILTER (WHERE r.severity = 'low') AS BIGINT) AS low,
-        CAST(sum(r.open_issues) FILTER (WHERE r.severity = 'info') AS BIGINT) AS info,
-        CAST(sum(r.open_issues) AS BIGINT) AS total
+    SELECT r.day, r.severity, sum(r.open_issues) AS issues
     FROM reconstructed_open_issues AS r
     JOIN first_observations AS f ON f.workspace_id = r.workspace_id AND r.day < f.first_observed_day
     WHERE r.day < (SELECT first_day FROM first_sync)
-    GROUP BY r.day
+    GROUP BY r.day, r.severity
+),
+by_source AS (
+    SELECT day, 'reconstructed' AS source, severity, issues FROM reconstructed
+    UNION ALL
+    SELECT
+        o.day,
+        CASE
+            WHEN f.first_day IS NULL OR o.day >= f.last_day THEN 'observed'
+            WHEN o.day < f.first_day THEN 'reconstructed'  -- a history never backfilled: rebuilt here alike
+            ELSE 'partly reconstructed'
+        END,
+        o.severity,
+        o.issues
+    FROM observed AS o, first_sync AS f
+    WHERE f.first_day IS NULL OR o.day >= f.first_day
+       OR NOT EXISTS (SELECT 1 FROM reconstructed)
 )
-SELECT day, 'reconstructed' AS source, coalesce(critical, 0) AS critical, coalesce(high, 0) AS high,
-       coalesce(medium, 0) AS medium, coalesce(low, 0) AS low, coalesce(info, 0) AS info, total
-FROM reconstructed
-UNION ALL
-SELECT
-    o.day,
-    CASE
-        WHEN f.first_day IS NULL OR o.day >= f.last_day THEN 'observed'
-        WHEN o.day < f.first_day THEN 'reconstructed'  -- a history never backfilled: rebuilt here alike
-        ELSE 'partly reconstructed'
-    END,
-    o.critical, o.high, o.medium, o.low, o.info, o.total
-FROM observed AS o, first_sync AS f
-WHERE f.first_day IS NULL OR o.day >= f.first_day
-   OR NOT EXISTS (SELECT 1 FROM reconstructed)
+-- One column per severity, worst first, as the `severities` table lists them (pipelines/vocabulary.py).
+SELECT day, source, * EXCLUDE (day, source, total), total
+FROM (
+    PIVOT (SELECT *, CAST(sum(issues) OVER (PARTITION BY day, source) AS BIGINT) AS total FROM by_source)
+    ON severity IN (SELECT severity FROM severities ORDER BY rank)
+    USING CAST(coalesce(sum(issues), 0) AS BIGINT)
+    GROUP BY day, source, total
+)
 ORDER BY day;

@@ -11,6 +11,7 @@ import pytest
 
 from pipelines import sqlfiles
 from pipelines.commands.sql import execute_read_only
+from pipelines.storage import migrate
 
 from .history import MIDNIGHT, QUOTA_AT, TODAY, WS, at
 
@@ -100,8 +101,7 @@ def test_open_issues_by_day_is_in_utc_whatever_the_session_time_zone(history_db:
 def test_open_issues_by_day_last_row_is_now_even_when_the_service_clock_is_ahead(tmp_path: Path) -> None:
     db = tmp_path / "ahead.duckdb"
     with duckdb.connect(str(db)) as con:
-        for migration in sorted((sqlfiles.sql_dir() / "migrations").glob("*.sql")):
-            con.execute(migration.read_text(encoding="utf-8"))
+        migrate(con)
         con.executemany(
             "INSERT INTO issues (workspace_id, id, project_id, target_id, severity, status, first_seen_at, fixed_at,"
             " last_seen_at, first_observed_at, last_observed_at) VALUES ('w', ?, 'p', 't', ?, ?, ?, ?, ?, ?, ?)",
@@ -289,8 +289,7 @@ def test_every_query_runs_on_an_empty_history(tmp_path: Path, name: str) -> None
     """A fresh install, before the first sync finished, must not break a query (no division by zero...)."""
     db = tmp_path / "empty.duckdb"
     with duckdb.connect(str(db)) as con:
-        for migration in sorted((sqlfiles.sql_dir() / "migrations").glob("*.sql")):
-            con.execute(migration.read_text(encoding="utf-8"))
+        migrate(con)
     columns, rows = execute_read_only(db, sqlfiles.cookbook()[name].sql)
     assert columns
     if name == "open_issues_by_day":

@@ -110,6 +110,12 @@ WRITES = [
     "CHECKPOINT",
     "SELECT 1; DELETE FROM issues",
     "SELECT * FROM read_csv('{tmp}/issues.csv')",
+    # A PIVOT with its columns from a query parses as MULTI, as the cookbook's reads do; these are writes.
+    "CREATE TABLE evil AS PIVOT issues ON severity IN (SELECT severity FROM severities) USING count(*)",
+    "INSERT INTO issues SELECT * FROM (PIVOT issues ON severity IN (SELECT severity FROM severities))",
+    "COPY (PIVOT issues ON severity IN (SELECT severity FROM severities) USING count(*)) TO '{tmp}/p.csv'",
+    "WITH x AS (SELECT 1) INSERT INTO issues SELECT * FROM (PIVOT issues ON status IN (SELECT status FROM "
+    "issue_statuses))",
 ]
 
 
@@ -125,6 +131,14 @@ def test_the_history_cannot_be_changed(history_db: Path, tmp_path: Path, stateme
     assert list(tmp_path.iterdir()) == []  # nothing written beside it either
     with duckdb.connect(str(history_db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM issues").fetchall() == [(12,)]
+
+
+def test_a_pivot_over_the_vocabulary_is_a_read(history_db: Path) -> None:
+    result = scanwatch_sql("-- open issues per severity\nPIVOT (SELECT severity FROM issues WHERE status = 'open') "
+                           "ON severity IN (SELECT severity FROM severities ORDER BY rank) USING count(*)",
+                           "--format", "json", db=history_db)
+    assert result.returncode == 0, result.stderr
+    assert list(json.loads(result.stdout)[0]) == ["critical", "high", "medium", "low", "info"]
 
 
 def test_refusal_names_the_statement(history_db: Path) -> None:

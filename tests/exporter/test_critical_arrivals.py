@@ -234,3 +234,18 @@ def test_an_issue_the_service_stops_listing_drops_out_and_returns_without_paging
     h.event("c1", 45, "visible_again", "critical", "unverified", "open")
     h.sync(45)
     assert h.arrivals() == [row]  # the same arrival: the same alert, not a new one
+
+
+def test_which_marks_are_withdrawn_comes_from_the_issue_statuses_table():
+    # The view names no status: a status the vocabulary calls a person's mark counts, whatever its name,
+    # and one it does not is no withdrawn mark.
+    h = History()
+    h.conn.execute("INSERT INTO issue_statuses VALUES ('wont_fix', 9, true), ('triaged', 10, false)")
+    for iid, status in (("waived", "wont_fix"), ("looked-at", "triaged")):
+        h.opened(iid, 0)
+        h.status(iid, 0, "critical", "open", status)
+    h.sync(0)
+    h.status("waived", 15, "critical", "wont_fix", "open")
+    h.status("looked-at", 15, "critical", "triaged", "open")
+    h.sync(15)
+    assert {r["issue_id"]: r["change"] for r in h.arrivals()} == {"waived": "unmarked"}
