@@ -8,8 +8,10 @@ Migrations, snapshot SQL and the cookbook all go through here so there is one an
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _INSTALLED = _PACKAGE_DIR / "_sql"
@@ -31,6 +33,17 @@ def read_sql(relative: str) -> str:
     if not path.is_relative_to(base):
         raise ValueError(f"{relative!r} is outside the SQL folder")
     return path.read_text(encoding="utf-8")
+
+
+def execute_file(conn: Any, relative: str, params: Mapping[str, Any] | None = None) -> Any:
+    """Run every statement of one file, each with the `$name` parameters it names, and return the cursor of
+    the last one (a file may end with the count it reports). DuckDB binds parameters one statement at a
+    time, so a file of several statements cannot take them in one `execute`."""
+    params = params or {}
+    cursor = conn
+    for statement in conn.extract_statements(read_sql(relative)):
+        cursor = conn.execute(statement.query, {name: params[name] for name in statement.named_parameters})
+    return cursor
 
 
 @dataclass(frozen=True)

@@ -31,12 +31,11 @@ def scope_to_workspace(conn: duckdb.DuckDBPyConnection, name: str) -> str:
     """Shadow every workspace-carrying table with one workspace's rows; returns the workspace id."""
     found = conn.execute(read_sql("read/workspace_ids.sql"), {"name": name}).fetchall()
     if not found:
-        held = conn.execute("SELECT coalesce(workspace_label, 'default') FROM accounts ORDER BY 1").fetchall()
+        held = conn.execute(read_sql("read/workspace_labels.sql")).fetchall()
         raise UnknownWorkspaceError(f"no workspace named {name!r} in the history; it holds: "
                                     f"{', '.join(r[0] for r in held) or 'none yet'}")
     workspace_id = found[0][0]
-    catalog = conn.execute("SELECT current_database()").fetchall()[0][0]
-    for table, has_label in conn.execute(read_sql("read/workspace_tables.sql")).fetchall():
+    for table, has_label, catalog in conn.execute(read_sql("read/workspace_tables.sql")).fetchall():
         # A failed run recorded before its workspace's id was known carries only the name.
         extra = f" OR (workspace_id IS NULL AND workspace_label = {_literal(name)})" if has_label else ""
         conn.execute(f"CREATE TEMP VIEW {_ident(table)} AS SELECT * FROM {_ident(catalog)}.main.{_ident(table)} "

@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from pipelines.sqlfiles import read_sql
+from pipelines.sqlfiles import execute_file, read_sql
 from pipelines.storage.entities import SEVERITIES
 
 DAY = timedelta(days=1)
@@ -42,27 +42,27 @@ def _sql(name: str) -> str:
     return read_sql(f"backfill/{name}.sql")
 
 
-def _temp(conn: duckdb.DuckDBPyConnection, table: str, name: str, params: dict[str, Any] | None = None) -> None:
-    conn.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {_sql(name)}", params or {})
+def _stage(conn: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None) -> None:
+    """Run `sql/backfill/<name>.sql`, which makes one `_bf_*` temp table or view."""
+    conn.execute(_sql(name), params or {})
 
 
 def prepare(conn: duckdb.DuckDBPyConnection, workspace_id: str) -> None:
     """Stage one workspace's issue changes and scored scans; bounded by issues and scans, not by days."""
     ws = {"workspace_id": workspace_id}
-    _temp(conn, "_bf_changes", "issue_changes", ws)
-    _temp(conn, "_bf_open_running", "open_running")
-    _temp(conn, "_bf_arrivals_running", "arrivals_running")
-    _temp(conn, "_bf_cells", "open_cells", {"severities": list(SEVERITIES)})
-    _temp(conn, "_bf_scans", "target_scans", ws)
+    _stage(conn, "issue_changes", ws)
+    _stage(conn, "open_running")
+    _stage(conn, "arrivals_running")
+    _stage(conn, "open_cells", {"severities": list(SEVERITIES)})
+    _stage(conn, "target_scans", ws)
     set_instants(conn, datetime(1970, 1, 1, tzinfo=UTC), datetime(1970, 1, 1, tzinfo=UTC), DAY)
-    conn.execute(f"CREATE OR REPLACE TEMP VIEW _bf_open_at AS {_sql('open_issues_at')}")
-    conn.execute(f"CREATE OR REPLACE TEMP VIEW _bf_scores_at AS {_sql('scores_at')}")
+    _stage(conn, "open_issues_at")
+    _stage(conn, "scores_at")
 
 
 def set_instants(conn: duckdb.DuckDBPyConnection, start: datetime, stop: datetime, step: timedelta) -> None:
     """The instants the `_bf_open_at` and `_bf_scores_at` views answer for: start, start + step, ... < stop."""
-    _temp(conn, "_bf_instants", "instants",
-          {"start": start, "stop": stop, "step_seconds": int(step.total_seconds())})
+    _stage(conn, "instants", {"start": start, "stop": stop, "step_seconds": int(step.total_seconds())})
 
 
 def bounds(conn: duckdb.DuckDBPyConnection, workspace_id: str) -> tuple[datetime | None, date | None, date | None]:
@@ -92,12 +92,11 @@ def reconstruct_workspace(conn: duckdb.DuckDBPyConnection, workspace_id: str, *,
         first_observed_at, first_day, last_day = bounds(conn, workspace_id)
         if first_day is not None and last_day is not None:
             set_instants(conn, midnight(first_day) + DAY, midnight(last_day) + 2 * DAY, DAY)
-        _temp(conn, "_bf_new_scores", "daily_scores", ws)
-        _temp(conn, "_bf_new_open", "daily_open_issues")
+        _stage(conn, "daily_scores", ws)
+        _stage(conn, "daily_open_issues")
         changed = sum(conn.execute(_sql(name), ws).fetchall()[0][0] for name in (
             "delete_stale_scores", "insert_new_scores", "delete_stale_open_issues", "insert_new_open_issues"))
-        score_rows = conn.execute("SELECT count(*) FROM _bf_new_scores").fetchall()[0][0]
-        open_rows = conn.execute("SELECT count(*) FROM _bf_new_open").fetchall()[0][0]
+        score_rows, open_rows = conn.execute(_sql("new_rows")).fetchall()[0]
         first_time = not conn.execute(_sql("reconstructed_before"), ws).fetchall()[0][0]
         recorded = bool(changed) or first_time
         if recorded:
@@ -115,11 +114,7 @@ def reconstruct_workspace(conn: duckdb.DuckDBPyConnection, workspace_id: str, *,
 
 
 def drop_temp(conn: duckdb.DuckDBPyConnection) -> None:
-    for view in ("_bf_open_at", "_bf_scores_at"):
-        conn.execute(f"DROP VIEW IF EXISTS {view}")
-    for table in ("_bf_changes", "_bf_open_running", "_bf_arrivals_running", "_bf_cells", "_bf_scans",
-                  "_bf_instants", "_bf_new_scores", "_bf_new_open"):
-        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    execute_file(conn, "backfill/drop_temp.sql")
 
 
 def workspaces(conn: duckdb.DuckDBPyConnection) -> list[tuple[str, bool]]:

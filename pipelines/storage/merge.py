@@ -22,7 +22,7 @@ from datetime import datetime
 import duckdb
 
 from pipelines import milestones
-from pipelines.sqlfiles import read_sql
+from pipelines.sqlfiles import execute_file, read_sql
 from pipelines.storage.entities import ACCOUNT, ISSUE, KNOWN_VALUES, PROJECT, SCAN, TARGET, Entity
 from pipelines.storage.stage import MAX_RECORD_BYTES, QUARANTINED, SEQ, StageFile, chunks
 from pipelines.storage.upsert import quote, touch_unchanged, upsert
@@ -58,11 +58,8 @@ def _warn(conn: duckdb.DuckDBPyConnection, result: MergeResult, entity: Entity, 
           value: str, notice: str) -> None:
     """One bad record: a row in `ingest_warnings` (once per distinct problem) and one line in the run's log."""
     entity_id = None if entity_id is None else printable(entity_id)[:100]
-    conn.execute(
-        "INSERT INTO ingest_warnings (workspace_id, observed_at, entity, entity_id, field, value) "
-        "SELECT getvariable('workspace_id'), getvariable('now'), ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "
-        "ingest_warnings WHERE entity = ? AND entity_id IS NOT DISTINCT FROM ? AND field = ? AND value = ?)",
-        [entity.name, entity_id, fld, value] * 2)
+    conn.execute(read_sql("merge/ingest_warning.sql"),
+                 {"entity": entity.name, "entity_id": entity_id, "field": fld, "value": value})
     result.warnings.append((entity.name, entity_id, fld, value))
     result.notices.append(printable(f"{entity.name} {entity_id}: {notice}"))
     log.warning("%s", result.notices[-1])
@@ -131,9 +128,8 @@ def _load_stage(conn: duckdb.DuckDBPyConnection, entity: Entity, stages: Sequenc
 
 def _set_context(conn: duckdb.DuckDBPyConnection, workspace_id: str | None, now: datetime,
                  service_version: str | None = None) -> None:
-    conn.execute("SET VARIABLE workspace_id = ?", [workspace_id])
-    conn.execute("SET VARIABLE now = CAST(? AS TIMESTAMPTZ)", [now])
-    conn.execute("SET VARIABLE service_version = ?", [service_version])
+    execute_file(conn, "merge/context.sql",
+                 {"workspace_id": workspace_id, "now": now, "service_version": service_version})
 
 
 class _Transaction:
@@ -153,10 +149,6 @@ class _Transaction:
         milestones.reached("merge.after_commit")
 
 
-def _count(conn: duckdb.DuckDBPyConnection, sql: str, params: Iterable = ()) -> int:
-    return conn.execute(sql, list(params)).fetchall()[0][0]
-
-
 def merge_account(conn: duckdb.DuckDBPyConnection, account: dict, *, now: datetime,
                   service_version: str | None = None) -> MergeResult:
     """Current account row plus one quota snapshot per quota."""
@@ -165,10 +157,7 @@ def merge_account(conn: duckdb.DuckDBPyConnection, account: dict, *, now: dateti
     with _Transaction(conn):
         _set_context(conn, workspace_id, now, service_version)
         result.rows["accounts"] = _stage(conn, ACCOUNT, [account], result)
-        conn.execute(read_sql("merge/account.sql"))
-        # This sync's rows only: counting the whole table would grow with the history.
-        result.rows["quota_snapshots"] = _count(
-            conn, "SELECT count(*) FROM quota_snapshots WHERE observed_at = getvariable('now')")
+        result.rows["quota_snapshots"] = execute_file(conn, "merge/account.sql").fetchall()[0][0]
     return result
 
 
@@ -187,17 +176,16 @@ def merge_projects(conn: duckdb.DuckDBPyConnection, workspace_id: str, projects:
                for t in (p.get("targets") or [])]
     with _Transaction(conn):
         _set_context(conn, workspace_id, now)
-        conn.execute("SET VARIABLE targets_unread = CAST(? AS VARCHAR[])", [sorted(str(k) for k in keep)])
         for p in malformed:
-            conn.execute("INSERT INTO ingest_warnings (workspace_id, observed_at, entity, entity_id, field, value) "
-                         "VALUES (?, ?, 'projects', ?, 'targets', ?)",
-                         [workspace_id, now, p.get("id"), json.dumps(p.get("targets"))[:200]])
+            conn.execute(read_sql("merge/ingest_warning.sql"), {"entity": PROJECT.name, "entity_id": p.get("id"),
+                                                                "field": "targets",
+                                                                "value": json.dumps(p.get("targets"))[:200]})
             result.warnings.append(("projects", p.get("id"), "targets", "malformed"))
         result.rows["projects"] = _stage(conn, PROJECT, projects, result)
         result.rows["targets"] = _stage(conn, TARGET, targets, result)
         upsert(conn, PROJECT)
         upsert(conn, TARGET)
-        conn.execute(read_sql("merge/projects.sql"))
+        execute_file(conn, "merge/projects.sql", {"targets_unread": sorted(str(k) for k in keep)})
         result.rows["score_snapshots"] = result.rows["projects"] + result.rows["targets"]
         result.events = _hide_unlisted_issues(conn, [])
     return result
@@ -215,13 +203,9 @@ def merge_scans(conn: duckdb.DuckDBPyConnection, workspace_id: str, scans: Seque
         _set_context(conn, workspace_id, now)
         result.rows["scans"] = _stage(conn, SCAN, scans, result)
         upsert(conn, SCAN)
-        if gone:
-            conn.executemany(
-                "INSERT INTO scans_gone (workspace_id, scan_id, project_id, gone_at, answered) "
-                "VALUES (?, ?, ?, ?, 'scan') ON CONFLICT (scan_id) DO NOTHING",
-                [[workspace_id, sid, pid, now] for sid, pid in gone])
-        conn.execute(read_sql("merge/scans_gone.sql"))
-        result.rows["scans_gone"] = _count(conn, "SELECT count(*) FROM scans_gone WHERE gone_at = getvariable('now')")
+        settled = execute_file(conn, "merge/scans_gone.sql", {"scan_ids": [sid for sid, _ in gone],
+                                                              "project_ids": [pid for _, pid in gone]})
+        result.rows["scans_gone"] = settled.fetchall()[0][0]
     return result
 
 
@@ -230,25 +214,17 @@ def merge_scans(conn: duckdb.DuckDBPyConnection, workspace_id: str, scans: Seque
 CHUNK_BYTES = 48 * 1024 * 1024
 
 
-def _events_now(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    # The events this merge wrote all carry its `now`: no need to count the whole, ever-growing table.
-    return dict(conn.execute(
-        "SELECT event, count(*) FROM issue_events WHERE observed_at = getvariable('now') "
-        "AND workspace_id = getvariable('workspace_id') GROUP BY 1").fetchall())
-
-
-def _hide_unlisted_issues(conn: duckdb.DuckDBPyConnection, listed_projects: Sequence[str]) -> dict[str, int]:
-    """Issues whose project or target was removed, or whose site lost its proof, leave every open count.
+def _hide_unlisted_issues(conn: duckdb.DuckDBPyConnection, listed_projects: Sequence[str],
+                          quarantined: Sequence[str] = ()) -> dict[str, int]:
+    """Issues whose project or target was removed, or whose site lost its proof, leave every open count;
+    returns the events this merge wrote.
 
     `listed_projects` are the projects whose complete issue lists this merge read; the ids those lists held
     are in `listed_issue_ids`. Only there can an issue's absence be read as the service hiding it.
     """
-    conn.execute("SET VARIABLE listed_projects = CAST(? AS VARCHAR[])", [list(listed_projects)])
-    if not listed_projects:
-        conn.execute("CREATE OR REPLACE TEMP TABLE listed_issue_ids (id VARCHAR)")
-    conn.execute(read_sql("merge/issues_hidden.sql"))
-    conn.execute("DROP TABLE listed_issue_ids")
-    return _events_now(conn)
+    events = execute_file(conn, "merge/issues_hidden.sql",
+                          {"listed_projects": list(listed_projects), "quarantined": list(quarantined)})
+    return dict(events.fetchall())
 
 
 def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Iterable[dict], *,
@@ -271,48 +247,34 @@ def merge_issue_stages(conn: duckdb.DuckDBPyConnection, workspace_id: str, stage
     with _Transaction(conn):
         _set_context(conn, workspace_id, now)
         result.rows["issues"] = 0
-        # Every id the lists held, group after group: what the lists did not hold is read at the end.
-        conn.execute("CREATE OR REPLACE TEMP TABLE listed_issue_ids (id VARCHAR)")
         for group in chunks(stages, CHUNK_BYTES):
             result.rows["issues"] += _load_stage(conn, ISSUE, group, result)
-            conn.execute("INSERT INTO listed_issue_ids SELECT id FROM stg_issues")
-            conn.execute(read_sql("merge/issues_visible_again.sql"))
+            execute_file(conn, "merge/issues_visible_again.sql")
             touch_unchanged(conn, ISSUE)
             conn.execute(read_sql("merge/issues.sql"))
             upsert(conn, ISSUE)
             conn.execute(f"DROP TABLE stg_{ISSUE.name}")
-        # A quarantined issue was listed (too large to store): it is not one the service stopped showing.
-        conn.execute("INSERT INTO listed_issue_ids SELECT unnest(CAST(? AS VARCHAR[]))", [result.quarantined])
-        result.events = _hide_unlisted_issues(conn, [pid for pid, _, _ in project_state])
+        result.events = _hide_unlisted_issues(conn, [pid for pid, _, _ in project_state], result.quarantined)
         if project_state:
-            conn.executemany(
-                "INSERT INTO project_sync_state (workspace_id, project_id, issues_fingerprint, issues_synced_at, "
-                "full_reconcile_at) VALUES (?, ?, ?, ?, CASE WHEN ? THEN CAST(? AS TIMESTAMPTZ) END) "
-                "ON CONFLICT (project_id) DO UPDATE SET issues_fingerprint = excluded.issues_fingerprint, "
-                "issues_synced_at = excluded.issues_synced_at, "
-                "full_reconcile_at = coalesce(excluded.full_reconcile_at, project_sync_state.full_reconcile_at)",
-                [[workspace_id, pid, fp, now, full, now] for pid, fp, full in project_state],
-            )
+            pids, fingerprints, fulls = (list(column) for column in zip(*project_state, strict=True))
+            conn.execute(read_sql("merge/issues_synced.sql"),
+                         {"project_ids": pids, "fingerprints": fingerprints, "full_reconciles": fulls})
     return result
 
 
 def record_scans_state(conn: duckdb.DuckDBPyConnection, workspace_id: str,
                        project_state: Sequence[tuple[str, str | None]], now: datetime) -> None:
     if project_state:
-        conn.executemany(
-            "INSERT INTO project_sync_state (workspace_id, project_id, scans_fingerprint, scans_synced_at) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT (project_id) DO UPDATE SET "
-            "scans_fingerprint = excluded.scans_fingerprint, scans_synced_at = excluded.scans_synced_at",
-            [[workspace_id, pid, fp, now] for pid, fp in project_state],
-        )
+        conn.execute(read_sql("merge/scans_synced.sql"), {
+            "workspace_id": workspace_id, "now": now, "project_ids": [pid for pid, _ in project_state],
+            "fingerprints": [fp for _, fp in project_state]})
 
 
 def record_api_access_lost(conn: duckdb.DuckDBPyConnection, workspace_id: str, now: datetime) -> None:
     """The plan gate answered 402 (`api_plan_required`, `api_trial_ended`): the account says the API no longer
     answers, so `secscan_api_access_allowed` drops to 0 and SecscanApiAccessLost can fire. The next good
     account read sets it back."""
-    conn.execute("UPDATE accounts SET api_access_allowed = false, last_observed_at = ? WHERE workspace_id = ?",
-                 [now, workspace_id])
+    conn.execute(read_sql("merge/api_access_lost.sql"), {"now": now, "workspace_id": workspace_id})
 
 
 def record_sync_run(conn: duckdb.DuckDBPyConnection, *, workspace_id: str | None, run_id: str, asset: str,
@@ -320,12 +282,10 @@ def record_sync_run(conn: duckdb.DuckDBPyConnection, *, workspace_id: str | None
                     rows_written: int = 0, error: str | None = None, workspace_label: str | None = None) -> None:
     """The pipeline's own health, read by the metrics snapshot."""
     stats = stats or {}
-    conn.execute(
-        "INSERT INTO sync_runs (workspace_id, workspace_label, run_id, asset, started_at, finished_at, status, "
-        "requests, retries, rate_limited, rate_limit_remaining, rows_written, service_version, error) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [workspace_id, workspace_label, run_id, asset, started_at, finished_at, status, stats.get("requests"),
-         stats.get("retries"), stats.get("rate_limited"), stats.get("last_remaining"), rows_written,
-         stats.get("service_version"),
-         (error or "")[:500] or None],
-    )
+    conn.execute(read_sql("sync/record_run.sql"), {
+        "workspace_id": workspace_id, "workspace_label": workspace_label, "run_id": run_id, "asset": asset,
+        "started_at": started_at, "finished_at": finished_at, "status": status,
+        "requests": stats.get("requests"), "retries": stats.get("retries"),
+        "rate_limited": stats.get("rate_limited"), "rate_limit_remaining": stats.get("last_remaining"),
+        "rows_written": rows_written, "service_version": stats.get("service_version"),
+        "error": (error or "")[:500] or None})

@@ -1,4 +1,5 @@
 -- Rows of reconstructed_scores: each instant is a midnight, standing for the day that ends there.
+CREATE OR REPLACE TEMP TABLE _bf_new_scores AS
 SELECT
     CAST($workspace_id AS VARCHAR) AS workspace_id,
     CAST(timezone('UTC', ts) AS DATE) - 1 AS day,
@@ -7,4 +8,4 @@ SELECT
     score,
     grade,
     scan_id
-FROM _bf_scores_at
+FROM _bf_scores_at;

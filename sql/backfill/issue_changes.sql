@@ -3,6 +3,7 @@
 -- never counts; one marked later was open before (its first status event says what it was). A fixed
 -- issue found open again has no earlier fixed_at: it counts as open from its first sighting.
 -- Before its first observed severity change an issue had that change's from_value.
+CREATE OR REPLACE TEMP TABLE _bf_changes AS
 WITH first_status AS (
     SELECT issue_id, arg_min(from_value, observed_at) AS from_value
     FROM issue_events
@@ -34,4 +35,4 @@ SELECT workspace_id, project_id, severity, opened_at AS ts, 1 AS delta
 FROM spans WHERE status_before IN ('open', 'fixed')
 UNION ALL
 SELECT workspace_id, project_id, severity, fixed_at, -1
-FROM spans WHERE status_before IN ('open', 'fixed') AND fixed_at IS NOT NULL
+FROM spans WHERE status_before IN ('open', 'fixed') AND fixed_at IS NOT NULL;

@@ -1,5 +1,6 @@
 -- Every severity for every project that ever had an issue, from its first issue on: a severity with no
 -- open issue is a 0, as on /metrics, not a gap. $severities is scanwatch's list; newer ones seen are added.
+CREATE OR REPLACE TEMP TABLE _bf_cells AS
 WITH severities AS (
     SELECT unnest($severities::VARCHAR[]) AS severity
     UNION
@@ -8,4 +9,4 @@ WITH severities AS (
 SELECT c.workspace_id, c.project_id, s.severity, min(c.ts) AS since
 FROM _bf_changes AS c
 CROSS JOIN severities AS s
-GROUP BY ALL
+GROUP BY ALL;

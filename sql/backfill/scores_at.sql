@@ -1,6 +1,7 @@
 -- Target scores at each instant (the last finished scan before it), and project scores as the rounded
 -- mean of the project's targets that had one. The contract gives no rule for a project's grade, so the
 -- project rows carry none.
+CREATE OR REPLACE TEMP VIEW _bf_scores_at AS
 WITH targets_at AS (
     SELECT x.project_id, x.target_id, x.ts, s.score, s.grade, s.scan_id
     FROM (
@@ -15,4 +16,4 @@ SELECT project_id, target_id, ts, score, grade, scan_id FROM targets_at
 UNION ALL
 SELECT project_id, NULL, ts, CAST(round(avg(score)) AS INTEGER), NULL, NULL
 FROM targets_at
-GROUP BY project_id, ts
+GROUP BY project_id, ts;

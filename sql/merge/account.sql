@@ -35,3 +35,6 @@ SELECT json_extract_string(a.workspace, '$.id'), getvariable('now'), q.quota,
        TRY_CAST(json_extract_string(a.period, '$.start') AS TIMESTAMPTZ),
        TRY_CAST(json_extract_string(a.period, '$.end') AS TIMESTAMPTZ)
 FROM stg_account a, unnest(json_keys(a.quotas)) AS q(quota);
+
+-- This sync's quota rows, the count the merge reports (not the whole, ever-growing table).
+SELECT count(*) FROM quota_snapshots WHERE observed_at = getvariable('now');

@@ -3,9 +3,15 @@
 -- its site lost its proof (issues of an unproved site are hidden, only counted in hidden_issues). Such an
 -- issue keeps its status (the service never said it was fixed) and leaves every open count.
 --
--- Variable listed_projects, the projects whose complete issue lists were read in this transaction (empty
--- when called by the projects merge), and table listed_issue_ids, the ids those lists held. An issue missing from a
--- list with none of these reasons is left as it is: the contract gives no other way for one to disappear.
+-- $listed_projects, the projects whose complete issue lists were read in this transaction (empty when called
+-- by the projects merge), and table listed_issue_ids, the ids those lists held (none for the projects
+-- merge), joined by $quarantined: issues listed but too large to store, not ones the service stopped showing.
+-- An issue missing from a list with none of these reasons is left as it is: the contract gives no other way
+-- for one to disappear.
+SET VARIABLE listed_projects = CAST($listed_projects AS VARCHAR[]);
+CREATE TEMP TABLE IF NOT EXISTS listed_issue_ids (id VARCHAR);
+INSERT INTO listed_issue_ids SELECT unnest(CAST($quarantined AS VARCHAR[]));
+
 INSERT INTO issue_events (workspace_id, issue_id, project_id, target_id, severity, observed_at, event, from_value, to_value)
 WITH reasons AS (
     SELECT i.id, i.project_id, i.target_id, i.severity, i.hidden_reason AS old_reason,
@@ -31,3 +37,10 @@ UPDATE issues SET hidden_reason = e.to_value, hidden_at = coalesce(issues.hidden
 FROM issue_events e
 WHERE e.issue_id = issues.id AND e.event = 'hidden' AND e.observed_at = getvariable('now')
   AND e.workspace_id = getvariable('workspace_id');
+
+DROP TABLE listed_issue_ids;
+
+-- The events this merge wrote all carry its `now`: the counts it reports, not the whole table's.
+SELECT event, count(*) FROM issue_events
+WHERE observed_at = getvariable('now') AND workspace_id = getvariable('workspace_id')
+GROUP BY event;

@@ -1,6 +1,10 @@
 -- stg_projects and stg_targets hold the whole of GET /projects (targets flattened with their project_id), already
 -- written to their tables by the generated upsert (sql/merge/upsert.sql). What the upsert cannot say: which
 -- rows the service stopped listing, and one score snapshot per project and target.
+--
+-- $targets_unread: projects whose targets field was malformed; their targets stay as they were.
+SET VARIABLE targets_unread = CAST($targets_unread AS VARCHAR[]);
+
 UPDATE projects SET removed_at = getvariable('now')
 WHERE workspace_id = getvariable('workspace_id') AND removed_at IS NULL
   AND id NOT IN (SELECT id FROM stg_projects);

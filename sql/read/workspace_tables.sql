@@ -1,5 +1,6 @@
--- The history's tables that carry workspace_id: each is shown through a view of one workspace's rows.
-SELECT table_name, bool_or(column_name = 'workspace_label') AS has_label
+-- The history's tables that carry workspace_id: each is shown through a view of one workspace's rows, which
+-- names the table in its catalog (the view takes the table's name).
+SELECT table_name, bool_or(column_name = 'workspace_label') AS has_label, current_database() AS catalog
 FROM information_schema.columns
 WHERE table_schema = 'main'
   AND table_name IN (SELECT table_name FROM information_schema.tables
