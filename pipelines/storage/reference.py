@@ -6,41 +6,39 @@ writer, so a query never spells a severity list or an SLA of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 import duckdb
 
 from pipelines import vocabulary
-from pipelines.sqlfiles import read_sql
+from pipelines.sqlfiles import execute_file, read_sql
 
 
 def write_vocabulary(conn: duckdb.DuckDBPyConnection) -> None:
     """Rewrite `severities`, `issue_statuses` and `scan_statuses` in one transaction, and give `sla_policy`
     the default policy until a snapshot writes the one in force."""
-    _in_transaction(conn, [
-        ("reference/severities.sql", {"names": list(vocabulary.SEVERITIES)}),
-        ("reference/issue_statuses.sql", {"names": list(vocabulary.ISSUE_STATUSES),
-                                          "flagged": list(vocabulary.DISMISSED_STATUSES)}),
-        ("reference/scan_statuses.sql", {"names": list(vocabulary.SCAN_STATUSES),
-                                         "flagged": list(vocabulary.FINISHED_SCAN_STATUSES)}),
-        ("reference/sla_policy_default.sql", _policy(vocabulary.DEFAULT_SLA_DAYS)),
-    ])
+    with _transaction(conn):
+        execute_file(conn, "reference/vocabulary.sql", {
+            "severities": list(vocabulary.SEVERITIES),
+            "issue_statuses": list(vocabulary.ISSUE_STATUSES), "dismissed": list(vocabulary.DISMISSED_STATUSES),
+            "scan_statuses": list(vocabulary.SCAN_STATUSES), "finished": list(vocabulary.FINISHED_SCAN_STATUSES),
+            "sla_severities": list(vocabulary.DEFAULT_SLA_DAYS), "sla_days": list(vocabulary.DEFAULT_SLA_DAYS.values()),
+        })
 
 
 def write_sla_policy(conn: duckdb.DuckDBPyConnection, sla_days: Mapping[str, int]) -> None:
     """Record the SLA policy the snapshot about to be built uses."""
-    _in_transaction(conn, [("reference/sla_policy.sql", _policy(sla_days))])
+    with _transaction(conn):
+        conn.execute(read_sql("reference/sla_policy.sql"),
+                     {"severities": list(sla_days), "days": [int(d) for d in sla_days.values()]})
 
 
-def _policy(sla_days: Mapping[str, int]) -> dict[str, object]:
-    return {"severities": list(sla_days), "days": [int(d) for d in sla_days.values()]}
-
-
-def _in_transaction(conn: duckdb.DuckDBPyConnection, files: list[tuple[str, dict[str, object]]]) -> None:
+@contextmanager
+def _transaction(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
     conn.execute("BEGIN TRANSACTION")
     try:
-        for name, params in files:
-            conn.execute(read_sql(name), params)
+        yield
         conn.execute("COMMIT")
     except Exception:
         conn.execute("ROLLBACK")
