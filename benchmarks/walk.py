@@ -2,12 +2,13 @@
 
     python -m benchmarks.walk [--root CHECKOUT] [--list]
 
-Runs `scanwatch sync` against the simulator and then `scanwatch exporter` for one scrape, each under a
-tracer, and prints three counts: the Python files of the checkout whose functions run (what a reader
+Runs a first `scanwatch sync` against the simulator and then `scanwatch exporter` for one scrape, each under
+a tracer, and prints three counts: the Python files of the checkout whose functions run (what a reader
 follows), the files only imported on the way (their module bodies run, none of their functions), and the
 `.sql` files opened. A module body, a class body, and the comprehensions and lambdas they evaluate are
-import work; every other frame is a function running. `--root` measures another checkout with this one's
-interpreter, for a before/after comparison.
+import work; every other frame is a function running. A second sync of the same history is traced on its
+own: the everyday walk, without the first sync's migrations and reconstruction. `--root` measures another
+checkout with this one's interpreter, for a before/after comparison.
 """
 
 from __future__ import annotations
@@ -74,7 +75,16 @@ def _traced(root: Path, args: list[str], out: Path, env: dict[str, str]) -> subp
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def walk(root: Path) -> dict[str, list[str]]:
+def _files(root: Path, parts: list[dict[str, list[str]]]) -> dict[str, list[str]]:
+    rel = lambda p: str(Path(p).resolve().relative_to(root.resolve()))  # noqa: E731
+    ran = sorted({rel(p) for part in parts for p in part["ran"]})
+    imported = sorted({rel(p) for part in parts for p in part["imported"]} - set(ran))
+    sql = sorted({rel(p) for part in parts for p in part["sql"]})
+    return {"ran": ran, "imported": imported, "sql": sql}
+
+
+def walk(root: Path) -> dict[str, dict[str, list[str]]]:
+    """The first sync and a scrape, and then a second sync alone."""
     from simulator.testing import SimConfig, serve_simulator
 
     with tempfile.TemporaryDirectory() as tmp, serve_simulator(SimConfig(seed=7, scale="small",
@@ -82,10 +92,11 @@ def walk(root: Path) -> dict[str, list[str]]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SCANWATCH_", "DAGSTER_"))}
         env.update(SCANWATCH_BASE_URL=sim.base_url, SCANWATCH_API_KEY=sim.api_key,
                    SCANWATCH_DB=str(Path(tmp) / "h.duckdb"), PYTHONPATH=str(root))
-        sync = _traced(root, ["sync", "--quiet"], Path(tmp) / "sync.json", env)
-        _, err = sync.communicate(timeout=600)
-        if sync.returncode != 0:
-            raise SystemExit(f"sync failed: {err[-500:]}")
+        for name in ("sync", "resync"):
+            sync = _traced(root, ["sync", "--quiet"], Path(tmp) / f"{name}.json", env)
+            _, err = sync.communicate(timeout=600)
+            if sync.returncode != 0:
+                raise SystemExit(f"{name} failed: {err[-500:]}")
         port = _free_port()
         exporter = _traced(root, ["exporter", "--port", str(port)], Path(tmp) / "exporter.json", env)
         try:
@@ -103,12 +114,8 @@ def walk(root: Path) -> dict[str, list[str]]:
         finally:
             exporter.send_signal(signal.SIGINT)
             exporter.wait(timeout=30)
-        parts = [json.loads((Path(tmp) / f"{n}.json").read_text()) for n in ("sync", "exporter")]
-    rel = lambda p: str(Path(p).resolve().relative_to(root.resolve()))  # noqa: E731
-    ran = sorted({rel(p) for part in parts for p in part["ran"]})
-    imported = sorted({rel(p) for part in parts for p in part["imported"]} - set(ran))
-    sql = sorted({rel(p) for part in parts for p in part["sql"]})
-    return {"ran": ran, "imported": imported, "sql": sql}
+        parts = {n: json.loads((Path(tmp) / f"{n}.json").read_text()) for n in ("sync", "exporter", "resync")}
+    return {"first": _files(root, [parts["sync"], parts["exporter"]]), "resync": _files(root, [parts["resync"]])}
 
 
 def main() -> None:
@@ -116,13 +123,17 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=HERE, help="the checkout to measure (default: this one)")
     parser.add_argument("--list", action="store_true", help="print the files, not only their counts")
     args = parser.parse_args()
-    found = walk(args.root.resolve())
-    print(f"walk of one sync to secscan_issues_open in {args.root}: {len(found['ran'])} Python files run "
-          f"(+{len(found['imported'])} only imported), {len(found['sql'])} SQL files opened")
+    walks = walk(args.root.resolve())
+    print(f"walk of one sync to secscan_issues_open in {args.root}:")
+    for name, title in (("first", "first sync + scrape"), ("resync", "second sync")):
+        found = walks[name]
+        print(f"  {title}: {len(found['ran'])} Python files run (+{len(found['imported'])} only imported), "
+              f"{len(found['sql'])} SQL files opened")
     if args.list:
-        for kind, title in (("ran", "run"), ("imported", "only imported"), ("sql", "SQL opened")):
-            print(f"{title}:")
-            print("\n".join(f"  {p}" for p in found[kind]))
+        for name, title in (("first", "first sync + scrape"), ("resync", "second sync")):
+            for kind, what in (("ran", "run"), ("imported", "only imported"), ("sql", "SQL opened")):
+                print(f"{title}, {what}:")
+                print("\n".join(f"    {p}" for p in walks[name][kind]))
 
 
 if __name__ == "__main__":
