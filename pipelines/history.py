@@ -39,7 +39,7 @@ def query(name_or_sql: str, *, db: str | Path | None = None, workspace: str | No
     import pandas as pd
 
     from pipelines import settings, sqlfiles
-    from pipelines.commands.sql import SqlCommandError, execute_read_only
+    from pipelines.read_only import ReadRefused, execute_read_only
 
     known = sqlfiles.cookbook()
     name = name_or_sql.strip()
@@ -49,6 +49,6 @@ def query(name_or_sql: str, *, db: str | Path | None = None, workspace: str | No
     try:
         columns, rows = execute_read_only(Path(db) if db is not None else settings.Settings.load().paths.db, sql,
                                           workspace=workspace)
-    except SqlCommandError as exc:
+    except ReadRefused as exc:
         raise ValueError(str(exc)) from None
     return pd.DataFrame.from_records(rows, columns=columns)

@@ -1,10 +1,8 @@
 """`scanwatch sql`: the cookbook and ad-hoc read-only SQL on the history.
 
-The history is the pipeline's to write, and read-only here holds by construction: DuckDB opens the file
-read-only with external access off and its configuration locked; the parsed statement must be a read
-(an EXPLAIN, which EXPLAIN ANALYZE runs, only of a read); a time limit interrupts it; and every value
-printed has its control characters escaped, so a name the service sent cannot drive the terminal. DuckDB
-is imported only when a query runs, so listing the cookbook stays instant.
+The history is the pipeline's to write: queries go through the read-only door (`pipelines/read_only.py`),
+and every value printed has its control characters escaped, so a name the service sent cannot drive the
+terminal. DuckDB is imported only when a query runs, so listing the cookbook stays instant.
 """
 
 from __future__ import annotations
@@ -17,33 +15,14 @@ import json
 import os
 import re
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pipelines.read_only import DEFAULT_TIMEOUT, ReadRefused, execute_read_only
 from pipelines.text import printable
 
-EXIT_ERROR = 1
-EXIT_BUSY = 75  # EX_TEMPFAIL: the same command will work once the sync is done
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_READ_TYPES = {"SELECT", "EXPLAIN"}  # SHOW, DESCRIBE, SUMMARIZE, FROM and VALUES parse as SELECT
-# A PIVOT whose columns come from a query (`ON severity IN (SELECT severity FROM severities)`) parses as
-# MULTI: DuckDB first makes an enum of the column names. It is a read when the statement itself is a query;
-# `CREATE TABLE ... AS PIVOT` or `INSERT ... PIVOT` are MULTI too, and begin otherwise.
-_QUERY_START = re.compile(r"^\s*(?:--[^\n]*\n\s*)*\(*\s*(SELECT|WITH|FROM|PIVOT|UNPIVOT)\b", re.IGNORECASE)
-_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?", re.IGNORECASE)
-DEFAULT_TIMEOUT = 60.0
-
-
-class SqlCommandError(Exception):
-    """A condition the user can act on; the message is the whole output, no traceback."""
-
-    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "query",
@@ -68,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         sql = _resolve_sql(args.query, queries)
         columns, rows = execute_read_only(_db_path(args.db), sql, timeout=args.timeout, workspace=args.workspace)
-    except SqlCommandError as exc:
+    except ReadRefused as exc:
         print(f"scanwatch sql: {printable(exc)}", file=sys.stderr)
         return exc.code
     try:
@@ -95,93 +74,8 @@ def _resolve_sql(query: str, queries: dict[str, Any]) -> str:
     if name in queries:
         return queries[name].sql
     if _NAME.match(name):
-        raise SqlCommandError(f"no cookbook query named {name!r}; run 'scanwatch sql' to list them")
+        raise ReadRefused(f"no cookbook query named {name!r}; run 'scanwatch sql' to list them")
     return text
-
-
-def execute_read_only(db: Path, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT, workspace: str | None = None
-                      ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run one read statement; four locks hold: read-only file, statement type, no file access, time limit.
-    With `workspace`, every table shows that workspace's rows only."""
-    import duckdb
-
-    if timeout is not None and not timeout > 0:
-        raise SqlCommandError(f"--timeout must be a number of seconds above 0 (got {timeout:g})")
-    if not db.is_file():
-        raise SqlCommandError(f"no history yet at {db}: run scanwatch sync")
-    try:
-        con = duckdb.connect(str(db), read_only=True,
-                             config={"enable_external_access": False, "autoload_known_extensions": False,
-                                     "autoinstall_known_extensions": False})
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise SqlCommandError(
-                f"a sync is writing the history at {db}; try again in a moment", EXIT_BUSY
-            ) from None
-        raise SqlCommandError(f"cannot open {db}: {_first_line(exc)}") from None
-    except duckdb.Error as exc:
-        raise SqlCommandError(f"cannot open {db}: {_first_line(exc)}") from None
-    timer = threading.Timer(timeout, con.interrupt) if timeout is not None else None
-    try:
-        con.execute("SET TimeZone = 'UTC'")
-        if workspace is not None:
-            from pipelines.workspace_scope import UnknownWorkspaceError, scope_to_workspace
-
-            try:
-                scope_to_workspace(con, workspace)
-            except UnknownWorkspaceError as exc:
-                raise SqlCommandError(str(exc)) from None
-        con.execute("SET lock_configuration = true")
-        statement = _single_read_statement(con, sql)
-        if timer is not None:
-            timer.start()
-        cursor = con.execute(statement)
-        columns = [d[0] for d in cursor.description or []]
-        return columns, cursor.fetchall()
-    except duckdb.InterruptException:
-        raise SqlCommandError(f"the query ran longer than {timeout:g} s and was stopped; narrow it, or give "
-                              "--timeout more seconds") from None
-    except duckdb.Error as exc:
-        raise SqlCommandError(f"query failed: {_first_line(exc)}") from None
-    finally:
-        if timer is not None:
-            timer.cancel()
-        con.close()
-
-
-def _single_read_statement(con: Any, sql: str) -> str:
-    statements = con.extract_statements(sql)
-    if not statements:
-        raise SqlCommandError("nothing to run: give a cookbook name or a SELECT statement")
-    if len(statements) > 1:
-        raise SqlCommandError(f"one statement at a time (got {len(statements)})")
-    kind = _kind(statements[0])
-    if kind == "MULTI" and _QUERY_START.match(statements[0].query):
-        kind = "SELECT"
-    if kind not in _READ_TYPES:
-        raise SqlCommandError(
-            f"the history is read-only here: {kind} is refused; run SELECT, WITH, FROM, SHOW, DESCRIBE or EXPLAIN"
-        )
-    if kind == "EXPLAIN":
-        # EXPLAIN ANALYZE runs what it explains: the explained statement must be a read too.
-        inner = _EXPLAIN.sub("", statements[0].query, count=1)
-        try:
-            explained = con.extract_statements(inner)
-        except Exception:  # any parse failure of the remainder: refuse rather than guess
-            explained = []
-        if len(explained) != 1 or _kind(explained[0]) != "SELECT":
-            what = _kind(explained[0]) if len(explained) == 1 else "a statement scanwatch cannot check"
-            raise SqlCommandError(f"the history is read-only here: EXPLAIN of {what} is refused; EXPLAIN a "
-                                  "SELECT instead")
-    return statements[0].query
-
-
-def _kind(statement: Any) -> str:
-    return str(statement.type).rsplit(".", 1)[-1]
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _print_cookbook(queries: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from pipelines import history, sqlfiles
-from pipelines.commands.sql import execute_read_only
+from pipelines.read_only import execute_read_only
 
 
 def test_a_cookbook_query_by_name_is_a_dataframe_of_the_cli_answer(history_db: Path) -> None:

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from pipelines import sqlfiles
-from pipelines.commands.sql import execute_read_only
+from pipelines.read_only import execute_read_only
 from pipelines.storage import migrate
 
 from .history import MIDNIGHT, QUOTA_AT, TODAY, WS, at

@@ -12,7 +12,7 @@ import pytest
 
 from exporters.snapshot_format import parse_snapshot
 from pipelines import sqlfiles
-from pipelines.commands.sql import execute_read_only
+from pipelines.read_only import execute_read_only
 from pipelines.snapshot import refresh_snapshot
 from pipelines.storage import connect
 

@@ -1,0 +1,118 @@
+"""The one read-only door to the history, for `scanwatch sql` and `pipelines.history` alike.
+
+Read-only holds by construction: DuckDB opens the file read-only with external access off and its
+configuration locked; the parsed statement must be a read (an EXPLAIN, which EXPLAIN ANALYZE runs, only of
+a read); a time limit interrupts it. Every refusal is one line the user can act on. DuckDB is imported only
+when a query runs.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+EXIT_ERROR = 1
+EXIT_BUSY = 75  # EX_TEMPFAIL: the same command will work once the sync is done
+_READ_TYPES = {"SELECT", "EXPLAIN"}  # SHOW, DESCRIBE, SUMMARIZE, FROM and VALUES parse as SELECT
+# A PIVOT whose columns come from a query (`ON severity IN (SELECT severity FROM severities)`) parses as
+# MULTI: DuckDB first makes an enum of the column names. It is a read when the statement itself is a query;
+# `CREATE TABLE ... AS PIVOT` or `INSERT ... PIVOT` are MULTI too, and begin otherwise.
+_QUERY_START = re.compile(r"^\s*(?:--[^\n]*\n\s*)*\(*\s*(SELECT|WITH|FROM|PIVOT|UNPIVOT)\b", re.IGNORECASE)
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?", re.IGNORECASE)
+DEFAULT_TIMEOUT = 60.0
+
+
+class ReadRefused(Exception):
+    """A condition the user can act on; the message is the whole output, no traceback, and `code` the exit
+    status a command ends with."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def execute_read_only(db: Path, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT, workspace: str | None = None
+                      ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run one read statement; four locks hold: read-only file, statement type, no file access, time limit.
+    With `workspace`, every table shows that workspace's rows only."""
+    import duckdb
+
+    if timeout is not None and not timeout > 0:
+        raise ReadRefused(f"--timeout must be a number of seconds above 0 (got {timeout:g})")
+    if not db.is_file():
+        raise ReadRefused(f"no history yet at {db}: run scanwatch sync")
+    try:
+        con = duckdb.connect(str(db), read_only=True,
+                             config={"enable_external_access": False, "autoload_known_extensions": False,
+                                     "autoinstall_known_extensions": False})
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise ReadRefused(
+                f"a sync is writing the history at {db}; try again in a moment", EXIT_BUSY
+            ) from None
+        raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
+    except duckdb.Error as exc:
+        raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
+    timer = threading.Timer(timeout, con.interrupt) if timeout is not None else None
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        if workspace is not None:
+            from pipelines.workspace_scope import UnknownWorkspaceError, scope_to_workspace
+
+            try:
+                scope_to_workspace(con, workspace)
+            except UnknownWorkspaceError as exc:
+                raise ReadRefused(str(exc)) from None
+        con.execute("SET lock_configuration = true")
+        statement = _single_read_statement(con, sql)
+        if timer is not None:
+            timer.start()
+        cursor = con.execute(statement)
+        columns = [d[0] for d in cursor.description or []]
+        return columns, cursor.fetchall()
+    except duckdb.InterruptException:
+        raise ReadRefused(f"the query ran longer than {timeout:g} s and was stopped; narrow it, or give "
+                              "--timeout more seconds") from None
+    except duckdb.Error as exc:
+        raise ReadRefused(f"query failed: {_first_line(exc)}") from None
+    finally:
+        if timer is not None:
+            timer.cancel()
+        con.close()
+
+
+def _single_read_statement(con: Any, sql: str) -> str:
+    statements = con.extract_statements(sql)
+    if not statements:
+        raise ReadRefused("nothing to run: give a cookbook name or a SELECT statement")
+    if len(statements) > 1:
+        raise ReadRefused(f"one statement at a time (got {len(statements)})")
+    kind = _kind(statements[0])
+    if kind == "MULTI" and _QUERY_START.match(statements[0].query):
+        kind = "SELECT"
+    if kind not in _READ_TYPES:
+        raise ReadRefused(
+            f"the history is read-only here: {kind} is refused; run SELECT, WITH, FROM, SHOW, DESCRIBE or EXPLAIN"
+        )
+    if kind == "EXPLAIN":
+        # EXPLAIN ANALYZE runs what it explains: the explained statement must be a read too.
+        inner = _EXPLAIN.sub("", statements[0].query, count=1)
+        try:
+            explained = con.extract_statements(inner)
+        except Exception:  # any parse failure of the remainder: refuse rather than guess
+            explained = []
+        if len(explained) != 1 or _kind(explained[0]) != "SELECT":
+            what = _kind(explained[0]) if len(explained) == 1 else "a statement scanwatch cannot check"
+            raise ReadRefused(f"the history is read-only here: EXPLAIN of {what} is refused; EXPLAIN a "
+                                  "SELECT instead")
+    return statements[0].query
+
+
+def _kind(statement: Any) -> str:
+    return str(statement.type).rsplit(".", 1)[-1]
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
