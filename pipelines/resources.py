@@ -18,7 +18,8 @@ import httpx
 from dagster_duckdb import DuckDBResource
 
 from pipelines.api import ScanningClient
-from pipelines.settings import DEFAULT_WORKSPACE, Settings, Workspace, mask_key
+from pipelines.credentials import Workspace, mask_key
+from pipelines.settings import DEFAULT_WORKSPACE, Settings
 
 
 class ScanningServiceResource(dg.ConfigurableResource):

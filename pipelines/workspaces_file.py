@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pipelines.settings import ConfigError, Workspace, check_api_key, check_base_url
+from pipelines.credentials import ConfigError, Workspace, check_api_key, check_base_url
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

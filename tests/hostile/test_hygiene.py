@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import settings
+from pipelines import credentials
 from simulator.testing import SimConfig, serve_simulator
 from tests.reliability.harness import ROOT, assert_one_line, cli, dump, service_env, sync_in_process
 
@@ -47,8 +47,8 @@ def test_userinfo_in_the_base_url_is_refused_without_showing_it(world, url):
 
 
 def test_mask_url_keeps_the_host_and_drops_the_userinfo():
-    assert settings.mask_url(f"https://u:{SECRET}@h.example/v1") == "https://***@h.example/v1"
-    assert settings.mask_url("https://h.example/v1") == "https://h.example/v1"
+    assert credentials.mask_url(f"https://u:{SECRET}@h.example/v1") == "https://***@h.example/v1"
+    assert credentials.mask_url("https://h.example/v1") == "https://h.example/v1"
 
 
 @pytest.mark.parametrize(("value", "expected"), [

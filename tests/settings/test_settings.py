@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pipelines.api import ScanningClient
+from pipelines.credentials import mask_key
 from pipelines.resources import ScanningServiceResource, default_resources
-from pipelines.settings import ConfigError, Settings, mask_key
+from pipelines.settings import ConfigError, Settings
 
 KEY = "rst_" + "a1" * 20
 

@@ -1,0 +1,92 @@
+"""A workspace's address and key: checked before any request, masked wherever they are shown.
+
+The one masker of scanwatch lives here, beneath both the settings (which read the two variables) and the
+workspaces file (which names the variables holding each key), so neither has to import the other's reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+KEY_PREFIXES = ("rst_", "rat_")
+
+
+class ConfigError(RuntimeError):
+    """A setting is missing or malformed; the message names the variable (or file entry) to fix."""
+
+
+def mask_key(api_key: str) -> str:
+    """What may be shown of a credential: its kind, never its secret part. The one masker of scanwatch."""
+    prefix = api_key[:4] if api_key[:4] in KEY_PREFIXES else ""
+    return f"{prefix}…"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One followed workspace: where its API answers and which variable holds its key.
+
+    `label` is the name shown on metrics; None for the one workspace of the two variables, whose metrics
+    keep the service's own workspace name.
+    """
+
+    name: str
+    base_url: str
+    api_key: str = field(repr=False)
+    key_variable: str = "SCANWATCH_API_KEY"
+    label: str | None = None
+
+    def __repr__(self) -> str:
+        return (f"Workspace(name={self.name!r}, base_url={self.base_url!r}, "
+                f"api_key={mask_key(self.api_key)!r}, key_variable={self.key_variable!r})")
+
+
+def _userinfo(url: str) -> bool:
+    try:
+        return "@" in urlsplit(url).netloc
+    except ValueError:
+        return "@" in url
+
+
+def mask_url(url: str) -> str:
+    """The address as it may be shown: any `user:password@` replaced by `***@`."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.rsplit("@", 1)[-1] if "@" in url else url
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
+def check_base_url(base_url: str, variable: str) -> str:
+    base_url = base_url.strip().rstrip("/")
+    if not base_url:
+        raise ConfigError(f"{variable} is not set: set it to the API address ending in /v1")
+    if _userinfo(base_url):
+        # A password in the address would travel into logs, errors and run storage: refuse it, unseen.
+        raise ConfigError(
+            f"{variable} carries a user name or password ({mask_url(base_url)[:80]}): remove the part "
+            "before @; scanwatch authenticates with the API key only"
+        )
+    if not base_url.startswith(("http://", "https://")) or not base_url.endswith("/v1"):
+        raise ConfigError(
+            f"{variable} must be an http(s) address ending in /v1, "
+            f"for example https://api.example.com/v1 (got {mask_url(base_url)[:80]!r})"
+        )
+    return base_url
+
+
+def check_api_key(api_key: str, variable: str) -> str:
+    api_key = api_key.strip()
+    if not api_key:
+        raise ConfigError(f"{variable} is not set: create an API key (rst_...) under Settings, API keys")
+    if not api_key.startswith(KEY_PREFIXES):
+        raise ConfigError(f"{variable} does not look like an API key (rst_...) or an OAuth token (rat_...)")
+    if not (api_key.isascii() and api_key.isprintable()) or any(c.isspace() for c in api_key):
+        # httpx would fail deep in header encoding with a message that names nothing to fix.
+        raise ConfigError(
+            f"{variable} holds characters no API key has (spaces, line breaks or non-ASCII): "
+            "copy the key (rst_...) again from Settings, API keys"
+        )
+    return api_key
