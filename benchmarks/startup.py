@@ -2,7 +2,8 @@
 
 The first two are paid by every `scanwatch sync` and every Dagster code-server start, the last by every
 exporter (re)start, so they are reported (median of a few runs) to keep heavy imports out of the hot path.
-`python -m benchmarks.startup` prints them alone.
+Beside them, a whole `scanwatch sync` of an unchanged small world (2 requests: nearly all of it is start-up
+and Dagster's run machinery), wall and CPU seconds. `python -m benchmarks.startup` prints them alone.
 """
 
 from __future__ import annotations
@@ -22,18 +23,18 @@ COMMANDS = {
 }
 
 
-def _time(cmd: list[str]) -> float:
+def _time(cmd: list[str], env: dict[str, str] | None = None) -> float:
     started = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - started
 
 
-def _cpu(cmd: list[str]) -> float:
+def _cpu(cmd: list[str], env: dict[str, str] | None = None) -> float:
     """CPU seconds (user + system) of the command: what it costs, however busy the host is."""
     import resource
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
@@ -70,7 +71,33 @@ def _exporter_start() -> float:
             stop_process(proc)
 
 
-def measure(repeats: int = 5) -> list[Figure]:
+def _unchanged_resync(repeats: int) -> Figure:
+    """`scanwatch sync --quiet` of the small world already synced once, each in a fresh process."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from benchmarks.sim import SimProcess
+
+    with tempfile.TemporaryDirectory(prefix="scanwatch-startup-") as tmp, SimProcess(rate_limit=1_000_000) as sim:
+        env = {**os.environ, **sim.env(str(Path(tmp) / "history.duckdb")),
+               "SCANWATCH_SNAPSHOT": str(Path(tmp) / "metrics.json")}
+        env.pop("DAGSTER_HOME", None)
+        cmd = [sys.executable, "-m", "pipelines.cli", "sync", "--quiet"]
+        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        walls, cpus, requests = [], [], []
+        for _ in range(repeats):
+            before = sim.request_count()
+            walls.append(_time(cmd, env))
+            requests.append(sim.request_count() - before)
+            cpus.append(_cpu(cmd, env))
+    return Figure("startup_sync_unchanged", "`scanwatch sync` of an unchanged workspace (small world)",
+                  round(statistics.median(walls), 3), "s", "reported", "info",
+                  {"runs": [round(r, 3) for r in walls], "cpu_seconds": round(statistics.median(cpus), 3),
+                   "requests": max(requests)})
+
+
+def measure(repeats: int = 5, *, sync: bool = False) -> list[Figure]:
     out = []
     for key, (title, cmd) in COMMANDS.items():
         _time(cmd)  # warm the file cache and the .pyc files; a first run measures the disk, not the code
@@ -83,11 +110,13 @@ def measure(repeats: int = 5) -> list[Figure]:
     title = "start-up of `scanwatch exporter` to its first /metrics answer"
     out.append(Figure("startup_exporter", title, round(statistics.median(runs), 3), "s", "reported", "info",
                       {"runs": [round(r, 3) for r in runs]}))
+    if sync:
+        out.append(_unchanged_resync(repeats))
     return out
 
 
 if __name__ == "__main__":
-    for figure in measure():
+    for figure in measure(sync=True):
         cpu = figure.details.get("cpu_seconds")
         print(f"{figure.title:<64} {figure.value:>7} {figure.unit}" + (f"  cpu {cpu} s" if cpu is not None else "")
               + f"  runs {figure.details['runs']}")

@@ -13,6 +13,7 @@ stopped listing).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Iterable, Sequence
@@ -210,8 +211,9 @@ def merge_scans(conn: duckdb.DuckDBPyConnection, workspace_id: str, scans: Seque
 
 
 # Stage files are merged a group at a time, up to this much NDJSON, so memory stays bounded by it rather
-# than growing with the workspace; big enough that a small workspace's sync is one group.
-CHUNK_BYTES = 48 * 1024 * 1024
+# than growing with the workspace: a group's text and typed stage tables take about 3 times its size, well
+# inside DuckDB's memory_limit (storage/db.py). A workspace of some 15k issues is one group.
+CHUNK_BYTES = 16 * 1024 * 1024
 
 
 def _hide_unlisted_issues(conn: duckdb.DuckDBPyConnection, listed_projects: Sequence[str],
@@ -238,28 +240,47 @@ def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Ite
 def merge_issue_stages(conn: duckdb.DuckDBPyConnection, workspace_id: str, stages: Sequence[StageFile], *,
                        now: datetime, project_state: Sequence[tuple[str, str | None, bool]] = ()) -> MergeResult:
     """Complete issue lists of some projects, each in its stage file: events diffed against the history,
-    then written. One transaction; the lists are merged a bounded group of files at a time.
+    then written, a bounded group of files at a time.
 
-    `project_state` rows (project_id, fingerprint, full_reconcile) are recorded in the same transaction,
-    so a project is only marked as read once its issues are in.
+    Each group commits on its own: DuckDB keeps what a transaction writes apart until it commits, and one
+    transaction over a first sync of 400k issues held 85 MB of index entries in memory and spilled 260 MB
+    more; committed and checkpointed, a group's rows are in the file. A group holds whole projects' lists.
+    What needs every list, the issues the lists no longer hold, is written last, with the `project_state`
+    rows (project_id, fingerprint, full_reconcile): a project is only marked as read once all its issues are
+    in, so a sync stopped between groups leaves its projects unmarked and the next one reads them again
+    (what it then finds unchanged costs no write).
     """
     result = MergeResult()
-    with _Transaction(conn):
-        _set_context(conn, workspace_id, now)
-        result.rows["issues"] = 0
-        for group in chunks(stages, CHUNK_BYTES):
+    result.rows["issues"] = 0
+    # The ids the lists held gather in listed_issue_ids, group after group (issues_visible_again.sql), for
+    # issues_hidden.sql at the end; none may remain from a merge stopped earlier on this connection.
+    conn.execute("DROP TABLE IF EXISTS listed_issue_ids")
+    for group in chunks(stages, CHUNK_BYTES):
+        with _Transaction(conn):
+            _set_context(conn, workspace_id, now)
             result.rows["issues"] += _load_stage(conn, ISSUE, group, result)
             execute_file(conn, "merge/issues_visible_again.sql")
             touch_unchanged(conn, ISSUE)
             conn.execute(read_sql("merge/issues.sql"))
             upsert(conn, ISSUE)
             conn.execute(f"DROP TABLE stg_{ISSUE.name}")
+        _checkpoint(conn)
+    with _Transaction(conn):
+        _set_context(conn, workspace_id, now)
         result.events = _hide_unlisted_issues(conn, [pid for pid, _, _ in project_state], result.quarantined)
         if project_state:
             pids, fingerprints, fulls = (list(column) for column in zip(*project_state, strict=True))
             conn.execute(read_sql("merge/issues_synced.sql"),
                          {"project_ids": pids, "fingerprints": fingerprints, "full_reconciles": fulls})
     return result
+
+
+def _checkpoint(conn: duckdb.DuckDBPyConnection) -> None:
+    """Write what was committed to the file now, so DuckDB can let go of it; best effort: with
+    another transaction open on the same history (a second workspace's step) DuckDB declines, and its own
+    checkpoint, at the WAL's size threshold, comes a little later."""
+    with contextlib.suppress(duckdb.TransactionException):
+        conn.execute("CHECKPOINT")
 
 
 def record_scans_state(conn: duckdb.DuckDBPyConnection, workspace_id: str,

@@ -53,7 +53,9 @@ class History:
                 "first_seen_at": at(minutes), "first_observed_at": at(minutes), "last_observed_at": at(minutes),
                 **extra}
         names = ", ".join(f'"{c}"' for c in cols)
-        self.conn.execute(f"INSERT OR REPLACE INTO issues ({names}) VALUES ({', '.join('?' for _ in cols)})",
+        # The issue's current state, as the merge leaves it: one row per id.
+        self.conn.execute("DELETE FROM issues WHERE id = ?", [iid])
+        self.conn.execute(f"INSERT INTO issues ({names}) VALUES ({', '.join('?' for _ in cols)})",
                           list(cols.values()))
 
     def event(self, iid: str, minutes: float, event: str, severity: str, old: str | None, new: str | None,

@@ -68,6 +68,45 @@ def test_merging_a_group_of_stage_files_at_a_time_gives_what_one_merge_gives(tmp
     assert outcomes[0][2] == {"opened": 1, "status_changed": 1, "reopened": 1, "severity_changed": 1}
 
 
+def test_each_group_commits_its_issues_and_projects_are_marked_read_only_once_every_group_is_in(tmp_path,
+                                                                                                 monkeypatch):
+    """A merge stopped after its first group keeps that group's issues (the next sync finds them unchanged)
+    and marks no project as read, so the next sync reads every project of the merge again."""
+    from pipelines import milestones
+
+    monkeypatch.setattr(merge_module, "CHUNK_BYTES", 2_000)
+    rows = [_issue(n) for n in range(90)]
+    stages = [StageFile("issues").extend(r for r in rows if r["project_id"] == p).close() for p in ("p0", "p1", "p2")]
+    groups = []
+
+    def stop_in_the_second_group(name: str) -> None:
+        if name == "merge.staged":
+            groups.append(name)
+            if len(groups) == 2:
+                raise RuntimeError("stopped")
+
+    conn = connect(tmp_path / "h.duckdb")
+    stop = milestones.observe(stop_in_the_second_group)
+    try:
+        with pytest.raises(RuntimeError, match="stopped"):
+            merge_issue_stages(conn, "ws", stages, now=NOW,
+                               project_state=[(p, "fp", False) for p in ("p0", "p1", "p2")])
+        stop()
+        first = {r["id"] for r in rows if r["project_id"] == "p0"}
+        assert {i for (i,) in conn.execute("SELECT id FROM issues").fetchall()} == first
+        assert conn.execute("SELECT count(*) FROM issue_events WHERE event = 'opened'").fetchall()[0][0] == len(first)
+        assert conn.execute("SELECT count(*) FROM project_sync_state").fetchall()[0][0] == 0
+
+        result = merge_issue_stages(conn, "ws", stages, now=LATER,
+                                    project_state=[(p, "fp", False) for p in ("p0", "p1", "p2")])
+        assert result.events == {"opened": len(rows) - len(first)}  # the first group's issues are not new again
+        assert conn.execute("SELECT count(*) FROM project_sync_state").fetchall()[0][0] == 3
+    finally:
+        for stage in stages:
+            stage.discard()
+        conn.close()
+
+
 def test_a_walk_that_starts_over_drops_what_it_gave_and_the_latest_sighting_wins(tmp_path):
     first, moved = _issue(1), dict(_issue(2), title="old")
     conn = connect(tmp_path / "h.duckdb")
@@ -123,7 +162,39 @@ def test_the_history_opens_with_bounded_memory_and_one_thread(tmp_path):
         conn.close()
     assert settings["threads"] == "1"
     assert settings["preserve_insertion_order"] == "false"
-    assert settings["memory_limit"].endswith("MiB") and float(settings["memory_limit"].split()[0]) <= 192
+    assert settings["memory_limit"].endswith("MiB") and float(settings["memory_limit"].split()[0]) <= 96
+
+
+def test_an_upgraded_history_keeps_its_issues_and_events_without_an_index_that_grows_with_it(tmp_path):
+    """Schema 11 drops the keys of `issues` and `issue_events` (their ART indexes had to sit in DuckDB's memory):
+    rows, column order and NOT NULLs stay; a merge still leaves one row per issue."""
+    import duckdb
+
+    from pipelines.storage import migrate
+
+    conn = duckdb.connect(str(tmp_path / "h.duckdb"))
+    try:
+        conn.execute("SET TimeZone = 'UTC'")
+        migrate(conn, target=10)
+        with StageFile("issues") as stage:
+            merge_issue_stages(conn, "ws", [stage.extend(_issue(n) for n in range(9)).close()], now=NOW)
+        before = _dump(conn)
+        columns = conn.execute("SELECT table_name, column_name, is_nullable FROM information_schema.columns "
+                               "WHERE table_name IN ('issues', 'issue_events') ORDER BY 1, ordinal_position").fetchall()
+        migrate(conn)
+        assert _dump(conn) == before
+        assert conn.execute("SELECT table_name, column_name, is_nullable FROM information_schema.columns WHERE "
+                            "table_name IN ('issues', 'issue_events') ORDER BY 1, ordinal_position").fetchall() == columns
+        assert conn.execute("SELECT count(*) FROM duckdb_constraints() WHERE table_name IN ('issues', 'issue_events') "
+                            "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')").fetchall()[0][0] == 0
+        assert conn.execute("SELECT count(*) FROM duckdb_indexes() WHERE table_name IN ('issues', 'issue_events')"
+                            ).fetchall()[0][0] == 0
+        with StageFile("issues") as stage:
+            merge_issue_stages(conn, "ws", [stage.extend(_resync([_issue(n) for n in range(9)])).close()], now=LATER)
+        total, distinct = conn.execute("SELECT count(*), count(DISTINCT id) FROM issues").fetchall()[0]
+        assert total == distinct >= 9
+    finally:
+        conn.close()
 
 
 def test_a_stage_file_outlives_a_long_read_and_a_dead_syncs_files_are_removed(tmp_path, monkeypatch):
