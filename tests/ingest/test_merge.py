@@ -179,12 +179,12 @@ def test_an_upgraded_history_keeps_its_issues_and_events_without_an_index_that_g
         with StageFile("issues") as stage:
             merge_issue_stages(conn, "ws", [stage.extend(_issue(n) for n in range(9)).close()], now=NOW)
         before = _dump(conn)
-        columns = conn.execute("SELECT table_name, column_name, is_nullable FROM information_schema.columns "
-                               "WHERE table_name IN ('issues', 'issue_events') ORDER BY 1, ordinal_position").fetchall()
+        shape = ("SELECT table_name, column_name, is_nullable FROM information_schema.columns "
+                 "WHERE table_name IN ('issues', 'issue_events') ORDER BY 1, ordinal_position")
+        columns = conn.execute(shape).fetchall()
         migrate(conn)
         assert _dump(conn) == before
-        assert conn.execute("SELECT table_name, column_name, is_nullable FROM information_schema.columns WHERE "
-                            "table_name IN ('issues', 'issue_events') ORDER BY 1, ordinal_position").fetchall() == columns
+        assert conn.execute(shape).fetchall() == columns
         assert conn.execute("SELECT count(*) FROM duckdb_constraints() WHERE table_name IN ('issues', 'issue_events') "
                             "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')").fetchall()[0][0] == 0
         assert conn.execute("SELECT count(*) FROM duckdb_indexes() WHERE table_name IN ('issues', 'issue_events')"
