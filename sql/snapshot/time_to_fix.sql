@@ -1,14 +1,11 @@
--- Project x severity histogram of time to fix (fixed_at - first_seen_at, in seconds) over fixed issues.
+-- Project x severity histogram of time to fix over the `fix_times` sample (migration 012), in seconds.
 -- buckets[i] is the cumulative count at or below $ttf_buckets[i]; count is the +Inf bucket.
 WITH sevs AS (
     SELECT severity FROM severities
     UNION SELECT DISTINCT severity FROM issues WHERE severity IS NOT NULL
 ),
 fixed AS (
-    SELECT project_id, severity,
-           greatest(epoch(fixed_at) - epoch(coalesce(first_seen_at, first_observed_at)), 0) AS ttf
-    FROM issues
-    WHERE fixed_at IS NOT NULL
+    SELECT project_id, severity, seconds AS ttf FROM fix_times
 ),
 bounds AS (
     SELECT unnest($ttf_buckets::DOUBLE[]) AS le

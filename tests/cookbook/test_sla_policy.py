@@ -46,3 +46,27 @@ def test_sla_breaches_follows_scanwatch_sla_days_like_the_metrics(
     assert listed == counted
     assert sum(listed.values()) > sum(default[0].values()), "the stricter policy must find more breaches"
     assert default[0] == default[1]
+
+
+def test_time_to_fix_counts_the_same_issues_in_the_cookbook_and_the_metrics(history_db: Path, tmp_path: Path) -> None:
+    # An issue open again after a fix whose fixed_at the service still shows, and a fixed one the service
+    # gave no first_seen_at: one sample (fix_times) decides for both readers.
+    db = tmp_path / "h.duckdb"
+    shutil.copy(history_db, db)
+    conn = connect(db)
+    try:
+        conn.execute("UPDATE issues SET status = 'open', fixed_at = now() WHERE id = (SELECT min(id) FROM issues "
+                     "WHERE status = 'open' AND hidden_reason IS NULL)")
+        conn.execute("UPDATE issues SET first_seen_at = NULL WHERE id = (SELECT min(id) FROM issues "
+                     "WHERE status = 'fixed' AND fixed_at IS NOT NULL)")
+    finally:
+        conn.close()
+    _, snapshot = _sync_snapshot(db, tmp_path, "ttf")
+    columns, rows = execute_read_only(db, sqlfiles.cookbook()["time_to_fix_by_severity"].sql)
+    listed = {row[columns.index("severity")]: row[columns.index("fixed_issues")] for row in rows}
+    counted: Counter = Counter()
+    for row in parse_snapshot(snapshot.read_bytes())["tables"]["time_to_fix"]:
+        counted[row["severity"]] += row["count"]
+    assert listed == dict(+counted)
+    columns, rows = execute_read_only(db, sqlfiles.cookbook()["time_to_fix_by_project"].sql)
+    assert sum(row[columns.index("fixed_issues")] for row in rows) == sum(counted.values())
