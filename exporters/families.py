@@ -232,7 +232,8 @@ def _issues(doc: dict, tables: dict, f: Families, ws: Callable[[dict], str]) -> 
     lifecycle = (
         ("opened", "secscan_issues_opened", "Issues seen for the first time."),
         ("fixed", "secscan_issues_fixed", "Issues the service found fixed."),
-        ("reopened", "secscan_issues_reopened", "Fixed or dismissed issues found open again."),
+        ("reopened", "secscan_issues_reopened",
+         "Fixed issues the service found again (a mark undone is not a reopening)."),
         ("dismissed", "secscan_issues_dismissed", "Issues marked false positive or accepted risk."),
         ("severity_changed", "secscan_issues_severity_changed", "Severity changes, by the new severity."),
     )

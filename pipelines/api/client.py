@@ -63,6 +63,9 @@ class _Unbounded(Exception):
             "deadline": (DeadlineExceededError, "request deadline passed",
                          f"was still sending its answer after {bounds.request_deadline:g} s (a stalled or "
                          f"trickling body): {misbehaving}"),
+            "sync_deadline": (DeadlineExceededError, "sync deadline passed",
+                              "was still sending its answer when the sync ran out of its time "
+                              f"(SCANWATCH_SYNC_DEADLINE_SECONDS; a stalled or trickling body): {misbehaving}"),
         }.get(self.kind, (MalformedResponseError, "unsupported content encoding",
                           f"answered with Content-Encoding {self.detail[:40]!r}, which scanwatch did not ask for "
                           "(gzip or deflate only): a proxy at SCANWATCH_BASE_URL is rewriting answers"))
@@ -246,9 +249,10 @@ class ScanningClient:
 
     def _send(self, method: str, path: str, **kw: Any) -> tuple[int, httpx.Headers, bytes]:
         """One HTTP exchange under the request deadline and the body cap (see ``bounds``)."""
-        limit = self.bounds.request_deadline
-        if self.sync_deadline is not None:
-            limit = max(0.001, min(limit, self.sync_deadline - self._clock()))
+        limit, cut_by = self.bounds.request_deadline, "deadline"
+        if self.sync_deadline is not None and self.sync_deadline - self._clock() < limit:
+            # The sync's own deadline comes first: the error line must name that one, not the request's.
+            limit, cut_by = max(0.001, self.sync_deadline - self._clock()), "sync_deadline"
         deadline = time.monotonic() + limit
         # No single read may wait past the deadline either (a silent connection, trickled headers).
         timeout = httpx.Timeout(min(self._timeout, limit))
@@ -266,7 +270,7 @@ class ScanningClient:
             except BodyTooLarge:
                 raise _Unbounded("too_large", response.status_code) from None
             except DeadlineExceeded:
-                raise _Unbounded("deadline", response.status_code) from None
+                raise _Unbounded(cut_by, response.status_code) from None
             except UnsupportedEncoding as exc:
                 raise _Unbounded("encoding", response.status_code, str(exc)) from None
             except zlib.error as exc:

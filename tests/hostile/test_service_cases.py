@@ -140,10 +140,9 @@ def test_the_sync_deadline_ends_a_trickling_sync(hostile):
     done = cli(["sync", "--full-reconcile"],
                service_env(hostile.target, hostile.db, SCANWATCH_SYNC_DEADLINE_SECONDS="6"), timeout=300)
     assert done.returncode == 1
-    assert_one_line(done.stderr, must_contain="issues")
-    rows = query_rows(hostile.db, "SELECT max(epoch(finished_at) - epoch(started_at)) FROM sync_runs "
-                                  "WHERE asset = 'issues' AND status = 'failure'")
-    assert rows[0][0] < 60, rows  # ended by the 6 s sync deadline, not by a request's own 60 s one
+    # Ended by the 6 s sync deadline, not by a request's own 60 s one, and the line says which.
+    assert_one_line(done.stderr, must_contain="SCANWATCH_SYNC_DEADLINE_SECONDS")
+    assert "issues" in done.stderr and "after 60 s" not in done.stderr
     assert dump(hostile.db) == hostile.before
 
 
