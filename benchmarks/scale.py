@@ -88,7 +88,7 @@ def _count_issues(db: Path) -> int:
 def _scrapes(snapshot: Path, n: int = 200) -> dict:
     import subprocess
 
-    from benchmarks.scrape import _free_port, _percentiles, _scrape
+    from benchmarks.scrape import _free_port, _percentiles, _scrape, first_answer
     from pipelines.commands.processes import stop_process
 
     port = _free_port()
@@ -96,16 +96,7 @@ def _scrapes(snapshot: Path, n: int = 200) -> dict:
                             env={**os.environ, "SCANWATCH_SNAPSHOT": str(snapshot)}, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                _, body = _scrape(port)
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("the exporter did not start") from None
-                time.sleep(0.1)
-        series = sum(1 for line in body.decode().splitlines() if line and not line.startswith("#"))
+        _, series = first_answer(port, proc, timeout=60)
         p99 = _percentiles([_scrape(port)[0] for _ in range(n)])["p99_ms"]
     finally:
         stop_process(proc)

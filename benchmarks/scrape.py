@@ -119,6 +119,20 @@ def _scrape(port: int) -> tuple[float, bytes]:
     return time.perf_counter() - started, body
 
 
+def first_answer(port: int, proc, timeout: float) -> tuple[bytes, int]:
+    """The exporter's first `/metrics` body once it listens, and its series count; fails fast if it died."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            _, body = _scrape(port)
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the exporter did not start") from None
+            time.sleep(0.1)
+    return body, sum(1 for line in body.decode().splitlines() if line and not line.startswith("#"))
+
+
 _STAMP = re.compile(rb"^secscan_snapshot_generated_timestamp_seconds (\S+)$", re.MULTILINE)
 
 
@@ -170,16 +184,7 @@ def run(quick: bool = False, workspaces: int = 1) -> dict:
                                  "--port", str(port), "--critical-issue-info", "50"], env=env, cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    _, body = _scrape(port)
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise RuntimeError("exporter did not start") from None
-                    time.sleep(0.1)
-            series = sum(1 for line in body.decode().splitlines() if line and not line.startswith("#"))
+            _, series = first_answer(port, proc, timeout=30)
             idle_rss, _ = _rss_kib(proc.pid)
             cpu_before = _cpu_ms(proc.pid)
             at_rest = [_scrape(port)[0] for _ in range(scrapes)]
