@@ -119,3 +119,46 @@ def test_a_module_outside_the_layers_is_named():
     with pytest.raises(LookupError, match=r"pipelines\.newcomer is in no layer"):
         for module in sources:
             layer_of(module)
+
+
+def cycles(sources: dict[str, str]) -> list[list[str]]:
+    """Groups of modules that import each other, directly or round a loop (Tarjan's components)."""
+    known = set(sources)
+    graph = {m: sorted(imports(s, known) - {m}) for m, s in sources.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in graph[module]:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group: list[str] = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_two_modules_import_each_other():
+    # Within a layer too: a reader who follows an import never comes back to where they started.
+    assert cycles(modules(ROOT)) == []
+
+
+def test_a_loop_is_caught():
+    sources = modules(ROOT)
+    sources["pipelines.credentials"] += "\n\ndef added():\n    from pipelines.settings import Settings\n"
+    # settings reads the workspaces file, which stands on credentials: the added import closes the loop
+    assert cycles(sources) == [["pipelines.credentials", "pipelines.settings", "pipelines.workspaces_file"]]
