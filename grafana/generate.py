@@ -2,8 +2,8 @@
 
 The dashboards and the Grafana alert rule are plain JSON/YAML committed in the repo (Grafana reads them,
 not this script). Generating them keeps panel layout, datasource references and the new-critical alert
-(labels and runbook copied from the Prometheus rule, so the two never drift) consistent. Standard library and
-PyYAML only; `--check` fails when the committed files are out of date.
+(labels and runbook copied from the Prometheus rule, so the two never drift) consistent. Standard library,
+PyYAML and scanwatch's vocabulary (the severities); `--check` fails when the committed files are out of date.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import yaml
+
+from pipelines.vocabulary import SEVERITIES
 
 HERE = Path(__file__).resolve().parent
 RULES = HERE.parent / "prometheus" / "rules" / "secscan-alerts.yml"
@@ -106,11 +108,12 @@ def bargauge(title: str, expr: str, legend: str, **kw) -> dict:
 
 
 RED_AT_1 = [{"color": "green", "value": None}, {"color": "red", "value": 1}]
+# A severity the vocabulary gains without a colour here fails the generator (KeyError), not a panel.
+_COLOR = {"critical": "dark-red", "high": "orange", "medium": "yellow", "low": "blue", "info": "gray"}
 SEVERITY_COLORS = [
     {"matcher": {"id": "byName", "options": name}, "properties": [{"id": "color", "value":
-                                                                  {"mode": "fixed", "fixedColor": color}}]}
-    for name, color in (("critical", "dark-red"), ("high", "orange"), ("medium", "yellow"), ("low", "blue"),
-                        ("info", "gray"))
+                                                                  {"mode": "fixed", "fixedColor": _COLOR[name]}}]}
+    for name in SEVERITIES
 ]
 
 
