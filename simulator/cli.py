@@ -36,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import logging
+    import signal
     import threading
 
     from .config import SimConfig, parse_readings
@@ -57,16 +58,20 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"scanwatch simulator: cannot listen on {cfg.host}:{cfg.port}: {exc.strerror}")
         return 1
-    server.start()
-    world = server.rt.world
-    print(f"base URL: {server.base_url}", flush=True)
-    print(f"API key:  {world.keys['pro']}", flush=True)
-    for n in range(2, cfg.pro_workspaces + 1):
-        print(f"API key {n}: {world.keys[f'pro_{n}']}", flush=True)
-    print(f"world:    seed {cfg.seed}, scale {cfg.scale}, {world.stats()['issues']} issues, clock {cfg.clock}"
-          + (f", control at http://{server.host}:{server.port}/_sim/" if cfg.control else ""), flush=True)
     stop = threading.Event()
+    # Ctrl-C and SIGTERM stop it cleanly even when it was started from a script's background job, which
+    # starts with SIGINT ignored: the demo, the exporter and a sync answer both signals the same way. Set
+    # before the address is printed, so a signal sent as soon as it is read is not lost.
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        server.start()
+        world = server.rt.world
+        print(f"base URL: {server.base_url}", flush=True)
+        print(f"API key:  {world.keys['pro']}", flush=True)
+        for n in range(2, cfg.pro_workspaces + 1):
+            print(f"API key {n}: {world.keys[f'pro_{n}']}", flush=True)
+        print(f"world:    seed {cfg.seed}, scale {cfg.scale}, {world.stats()['issues']} issues, clock {cfg.clock}"
+              + (f", control at http://{server.host}:{server.port}/_sim/" if cfg.control else ""), flush=True)
         while not stop.wait(cfg.autopilot if cfg.autopilot > 0 and cfg.clock == "real" else 3600):
             if cfg.autopilot > 0 and cfg.clock == "real":
                 for workspace_id in world.pro_workspace_ids:
@@ -75,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
                           f"{summary['fixed']} fixed, {summary['reopened']} reopened", flush=True)
             if not server.thread.is_alive():
                 return 1
-    except KeyboardInterrupt:
-        pass
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         server.stop()
     return 0

@@ -80,6 +80,23 @@ def test_cli_prints_url_and_a_working_key() -> None:
         assert proc.wait(timeout=15) == 0
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_cli_stops_on_a_signal_even_when_started_with_sigint_ignored(sig: signal.Signals) -> None:
+    # A script's background job (`scanwatch simulator &`) starts with SIGINT ignored; it must still stop.
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "simulator", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert proc.stdout.readline().startswith("base URL:")  # type: ignore[union-attr]
+        proc.send_signal(sig)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_real_clock_scans_finish_on_wall_time() -> None:
     with serve_simulator(sim_config(clock="real", scan_seconds=0.3)) as sim:
         w = sim.world
