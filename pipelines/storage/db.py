@@ -70,8 +70,9 @@ def migrate(conn: duckdb.DuckDBPyConnection, *, target: int | None = None) -> li
             raise
         applied.append(version)
     if _has_table(conn, "severities"):  # a history at schema 3 or later (a test may stop before)
-        # Another connection of this process (a second workspace's step) may rewrite the same
-        # definition at the same moment; its copy is this one, so a conflict leaves nothing to redo.
+        # Written only when it differs (after an upgrade). Another connection of this process (a second
+        # workspace's step) may write the same definition at that moment; its copy is this one, so a
+        # conflict leaves nothing to redo.
         with contextlib.suppress(duckdb.TransactionException):
             write_vocabulary(conn)
     return applied

@@ -15,16 +15,24 @@ from pipelines import vocabulary
 from pipelines.sqlfiles import execute_file, read_sql
 
 
-def write_vocabulary(conn: duckdb.DuckDBPyConnection) -> None:
+def write_vocabulary(conn: duckdb.DuckDBPyConnection) -> bool:
     """Rewrite `severities`, `issue_statuses` and `scan_statuses` in one transaction, and give `sla_policy`
-    the default policy until a snapshot writes the one in force."""
+    the default policy until a snapshot writes the one in force; returns whether anything was written.
+
+    Every step of a sync opens the history, so an up-to-date copy (the usual case) costs one read, not a
+    write transaction per open, and two workspaces' steps opening at once do not both rewrite it."""
+    lists = {
+        "severities": list(vocabulary.SEVERITIES),
+        "issue_statuses": list(vocabulary.ISSUE_STATUSES), "dismissed": list(vocabulary.DISMISSED_STATUSES),
+        "scan_statuses": list(vocabulary.SCAN_STATUSES), "finished": list(vocabulary.FINISHED_SCAN_STATUSES),
+    }
+    if conn.execute(read_sql("reference/vocabulary_current.sql"), lists).fetchall()[0][0]:
+        return False
     with _transaction(conn):
         execute_file(conn, "reference/vocabulary.sql", {
-            "severities": list(vocabulary.SEVERITIES),
-            "issue_statuses": list(vocabulary.ISSUE_STATUSES), "dismissed": list(vocabulary.DISMISSED_STATUSES),
-            "scan_statuses": list(vocabulary.SCAN_STATUSES), "finished": list(vocabulary.FINISHED_SCAN_STATUSES),
-            "sla_severities": list(vocabulary.DEFAULT_SLA_DAYS), "sla_days": list(vocabulary.DEFAULT_SLA_DAYS.values()),
-        })
+            **lists, "sla_severities": list(vocabulary.DEFAULT_SLA_DAYS),
+            "sla_days": list(vocabulary.DEFAULT_SLA_DAYS.values())})
+    return True
 
 
 def write_sla_policy(conn: duckdb.DuckDBPyConnection, sla_days: Mapping[str, int]) -> None:

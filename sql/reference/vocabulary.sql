@@ -1,4 +1,5 @@
--- The vocabulary of pipelines/vocabulary.py as tables, rewritten whenever the history is opened for writing.
+-- The vocabulary of pipelines/vocabulary.py as tables, rewritten when the history is opened for writing and
+-- its copy differs (reference/vocabulary_current.sql).
 --
 -- Severities worst first (rank 1 is the worst).
 DELETE FROM severities;
