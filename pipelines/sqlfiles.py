@@ -8,10 +8,13 @@ Migrations, snapshot SQL and the cookbook all go through here so there is one an
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pipelines import milestones
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _INSTALLED = _PACKAGE_DIR / "_sql"
@@ -44,6 +47,25 @@ def execute_file(conn: Any, relative: str, params: Mapping[str, Any] | None = No
     for statement in conn.extract_statements(read_sql(relative)):
         cursor = conn.execute(statement.query, {name: params[name] for name in statement.named_parameters})
     return cursor
+
+
+@contextmanager
+def transaction(conn: Any, milestone: str | None = None) -> Iterator[Any]:
+    """One explicit transaction: committed when the block ends, rolled back on any exception (Ctrl-C too).
+
+    `milestone` names the moments just before and after the commit (`merge.before_commit`), at which the
+    crash tests stop the process to prove the history stays whole."""
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        yield conn
+        if milestone:
+            milestones.reached(f"{milestone}.before_commit")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    if milestone:
+        milestones.reached(f"{milestone}.after_commit")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from pipelines.sqlfiles import execute_file, read_sql
+from pipelines.sqlfiles import execute_file, read_sql, transaction
 from pipelines.storage.entities import SEVERITIES
 
 DAY = timedelta(days=1)
@@ -86,28 +86,24 @@ def reconstruct_workspace(conn: duckdb.DuckDBPyConnection, workspace_id: str, *,
     A re-run on the same history computes the same rows, so it deletes, inserts and records nothing.
     """
     ws = {"workspace_id": workspace_id}
-    conn.execute("BEGIN TRANSACTION")
     try:
-        prepare(conn, workspace_id)
-        first_observed_at, first_day, last_day = bounds(conn, workspace_id)
-        if first_day is not None and last_day is not None:
-            set_instants(conn, midnight(first_day) + DAY, midnight(last_day) + 2 * DAY, DAY)
-        _stage(conn, "daily_scores", ws)
-        _stage(conn, "daily_open_issues")
-        changed = sum(conn.execute(_sql(name), ws).fetchall()[0][0] for name in (
-            "delete_stale_scores", "insert_new_scores", "delete_stale_open_issues", "insert_new_open_issues"))
-        score_rows, open_rows = conn.execute(_sql("new_rows")).fetchall()[0]
-        first_time = not conn.execute(_sql("reconstructed_before"), ws).fetchall()[0][0]
-        recorded = bool(changed) or first_time
-        if recorded:
-            conn.execute(_sql("record_run"), {**ws, "ran_at": now, "first_observed_at": first_observed_at,
-                                              "first_day": first_day, "last_day": last_day,
-                                              "score_rows": score_rows, "open_issue_rows": open_rows,
-                                              "rows_changed": changed})
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+        with transaction(conn):
+            prepare(conn, workspace_id)
+            first_observed_at, first_day, last_day = bounds(conn, workspace_id)
+            if first_day is not None and last_day is not None:
+                set_instants(conn, midnight(first_day) + DAY, midnight(last_day) + 2 * DAY, DAY)
+            _stage(conn, "daily_scores", ws)
+            _stage(conn, "daily_open_issues")
+            changed = sum(conn.execute(_sql(name), ws).fetchall()[0][0] for name in (
+                "delete_stale_scores", "insert_new_scores", "delete_stale_open_issues", "insert_new_open_issues"))
+            score_rows, open_rows = conn.execute(_sql("new_rows")).fetchall()[0]
+            first_time = not conn.execute(_sql("reconstructed_before"), ws).fetchall()[0][0]
+            recorded = bool(changed) or first_time
+            if recorded:
+                conn.execute(_sql("record_run"), {**ws, "ran_at": now, "first_observed_at": first_observed_at,
+                                                  "first_day": first_day, "last_day": last_day,
+                                                  "score_rows": score_rows, "open_issue_rows": open_rows,
+                                                  "rows_changed": changed})
     finally:
         drop_temp(conn)
     return Reconstruction(workspace_id, first_day, last_day, score_rows, open_rows, changed, recorded)

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines import milestones
-from pipelines.sqlfiles import read_sql, sql_dir
+from pipelines.sqlfiles import read_sql, sql_dir, transaction
 from pipelines.storage.reference import write_vocabulary
 
 _MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
@@ -59,15 +58,9 @@ def migrate(conn: duckdb.DuckDBPyConnection, *, target: int | None = None) -> li
     for version, name in _migrations():
         if version <= current or (target is not None and version > target):
             continue
-        conn.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(conn, "migrate"):
             conn.execute(read_sql(f"migrations/{name}"))
             conn.execute(read_sql("storage/record_migration.sql"), {"version": version, "name": name})
-            milestones.reached("migrate.before_commit")
-            conn.execute("COMMIT")
-        except Exception:
-            conn.execute("ROLLBACK")
-            raise
         applied.append(version)
     if _has_table(conn, "severities"):  # a history at schema 3 or later (a test may stop before)
         # Written only when it differs (after an upgrade). Another connection of this process (a second

@@ -22,7 +22,7 @@ from datetime import datetime
 import duckdb
 
 from pipelines import milestones
-from pipelines.sqlfiles import execute_file, read_sql
+from pipelines.sqlfiles import execute_file, read_sql, transaction
 from pipelines.storage.entities import ACCOUNT, ISSUE, KNOWN_VALUES, PROJECT, SCAN, TARGET, Entity
 from pipelines.storage.stage import MAX_RECORD_BYTES, QUARANTINED, SEQ, StageFile, chunks
 from pipelines.storage.upsert import quote, touch_unchanged, upsert
@@ -132,29 +132,12 @@ def _set_context(conn: duckdb.DuckDBPyConnection, workspace_id: str | None, now:
                  {"workspace_id": workspace_id, "now": now, "service_version": service_version})
 
 
-class _Transaction:
-    def __init__(self, conn: duckdb.DuckDBPyConnection):
-        self.conn = conn
-
-    def __enter__(self) -> duckdb.DuckDBPyConnection:
-        self.conn.execute("BEGIN TRANSACTION")
-        return self.conn
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type:
-            self.conn.execute("ROLLBACK")
-            return
-        milestones.reached("merge.before_commit")
-        self.conn.execute("COMMIT")
-        milestones.reached("merge.after_commit")
-
-
 def merge_account(conn: duckdb.DuckDBPyConnection, account: dict, *, now: datetime,
                   service_version: str | None = None) -> MergeResult:
     """Current account row plus one quota snapshot per quota."""
     result = MergeResult()
     workspace_id = (account.get("workspace") or {}).get("id")
-    with _Transaction(conn):
+    with transaction(conn, "merge"):
         _set_context(conn, workspace_id, now, service_version)
         result.rows["accounts"] = _stage(conn, ACCOUNT, [account], result)
         result.rows["quota_snapshots"] = execute_file(conn, "merge/account.sql").fetchall()[0][0]
@@ -174,7 +157,7 @@ def merge_projects(conn: duckdb.DuckDBPyConnection, workspace_id: str, projects:
     keep = {p.get("id") for p in malformed}
     targets = [dict(t, project_id=p.get("id")) for p in projects if p.get("id") not in keep
                for t in (p.get("targets") or [])]
-    with _Transaction(conn):
+    with transaction(conn, "merge"):
         _set_context(conn, workspace_id, now)
         for p in malformed:
             conn.execute(read_sql("merge/ingest_warning.sql"), {"entity": PROJECT.name, "entity_id": p.get("id"),
@@ -199,7 +182,7 @@ def merge_scans(conn: duckdb.DuckDBPyConnection, workspace_id: str, scans: Seque
     of a project or target no longer listed are settled here too, without a request.
     """
     result = MergeResult()
-    with _Transaction(conn):
+    with transaction(conn, "merge"):
         _set_context(conn, workspace_id, now)
         result.rows["scans"] = _stage(conn, SCAN, scans, result)
         upsert(conn, SCAN)
@@ -257,7 +240,7 @@ def merge_issue_stages(conn: duckdb.DuckDBPyConnection, workspace_id: str, stage
     # issues_hidden.sql at the end; none may remain from a merge stopped earlier on this connection.
     conn.execute("DROP TABLE IF EXISTS listed_issue_ids")
     for group in chunks(stages, CHUNK_BYTES):
-        with _Transaction(conn):
+        with transaction(conn, "merge"):
             _set_context(conn, workspace_id, now)
             result.rows["issues"] += _load_stage(conn, ISSUE, group, result)
             execute_file(conn, "merge/issues_visible_again.sql")
@@ -265,7 +248,7 @@ def merge_issue_stages(conn: duckdb.DuckDBPyConnection, workspace_id: str, stage
             conn.execute(read_sql("merge/issues.sql"))
             upsert(conn, ISSUE)
             conn.execute(f"DROP TABLE stg_{ISSUE.name}")
-    with _Transaction(conn):
+    with transaction(conn, "merge"):
         _set_context(conn, workspace_id, now)
         result.events = _hide_unlisted_issues(conn, [pid for pid, _, _ in project_state], result.quarantined)
         if project_state:

@@ -6,13 +6,12 @@ writer, so a query never spells a severity list or an SLA of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 
 import duckdb
 
 from pipelines import vocabulary
-from pipelines.sqlfiles import execute_file, read_sql
+from pipelines.sqlfiles import execute_file, read_sql, transaction
 
 
 def write_vocabulary(conn: duckdb.DuckDBPyConnection) -> bool:
@@ -28,7 +27,7 @@ def write_vocabulary(conn: duckdb.DuckDBPyConnection) -> bool:
     }
     if conn.execute(read_sql("reference/vocabulary_current.sql"), lists).fetchall()[0][0]:
         return False
-    with _transaction(conn):
+    with transaction(conn):
         execute_file(conn, "reference/vocabulary.sql", {
             **lists, "sla_severities": list(vocabulary.DEFAULT_SLA_DAYS),
             "sla_days": list(vocabulary.DEFAULT_SLA_DAYS.values())})
@@ -37,17 +36,6 @@ def write_vocabulary(conn: duckdb.DuckDBPyConnection) -> bool:
 
 def write_sla_policy(conn: duckdb.DuckDBPyConnection, sla_days: Mapping[str, int]) -> None:
     """Record the SLA policy the snapshot about to be built uses."""
-    with _transaction(conn):
+    with transaction(conn):
         conn.execute(read_sql("reference/sla_policy.sql"),
                      {"severities": list(sla_days), "days": [int(d) for d in sla_days.values()]})
-
-
-@contextmanager
-def _transaction(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    conn.execute("BEGIN TRANSACTION")
-    try:
-        yield
-        conn.execute("COMMIT")
-    except Exception:
-        conn.execute("ROLLBACK")
-        raise
