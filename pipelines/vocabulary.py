@@ -3,8 +3,9 @@
 Python code imports these names. SQL reads the same values from the reference tables `severities`,
 `issue_statuses`, `scan_statuses` and `sla_policy` (created by a migration; `storage.write_vocabulary`
 rewrites the first three when the history is opened for writing and their copy differs, and every metrics
-snapshot writes the policy it was computed with into `sla_policy`). So the cookbook, `/metrics` and the alert built on it
-always count SLA breaches the same way. The exporter reads only the snapshot, which carries the result.
+snapshot writes the policy it was computed with into `sla_policy`). So the cookbook, `/metrics` and the alert
+built on it always count SLA breaches the same way. The exporter reads only the snapshot, which carries the
+result.
 """
 
 from __future__ import annotations
