@@ -8,7 +8,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # Byte-compile at install: the first `scanwatch sync` or code-server start does not pay for it.
 export UV_COMPILE_BYTECODE := 1
 
-.PHONY: install demo test lint prom-tools bench bench-quick bench-scale soak clean
+.PHONY: install demo test lint test-tools prom-tools bench bench-quick bench-scale soak clean
 
 install: $(VENV)/.installed
 
@@ -18,20 +18,29 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m uv pip install -q -p $(VENV) -e '.[dev]' -c constraints.txt
 	@touch $@
 
-# Prometheus, promtool, Alertmanager and amtool from Debian's packages (the end-to-end tests need them).
-prom-tools:
-	@if command -v promtool >/dev/null && command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null; then \
-	  echo "prometheus tools: present"; \
+# What the end-to-end tests run for real, from Debian's packages: Prometheus, promtool, Alertmanager and amtool,
+# the PostgreSQL 15 server (the history's second engine, Dagster's instance) and openssl (the exporter's TLS).
+TEST_TOOLS := promtool prometheus prometheus-alertmanager amtool openssl
+test-tools:
+	@missing=""; for t in $(TEST_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || missing="$$missing postgresql"; \
+	if [ -z "$$missing" ]; then \
+	  echo "test tools: present"; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager >/dev/null; \
+	  echo "test tools: installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    prometheus prometheus-alertmanager postgresql openssl >/dev/null; \
 	else \
-	  echo "prometheus tools missing: run 'sudo apt-get install prometheus prometheus-alertmanager' (Debian/Ubuntu)"; exit 1; \
+	  echo "test tools missing:$$missing; run 'sudo apt-get install prometheus prometheus-alertmanager postgresql openssl' (Debian/Ubuntu)"; exit 1; \
 	fi
+
+# The demo needs Prometheus only; kept under its old name.
+prom-tools: test-tools
 
 lint: install
 	$(BIN)/ruff check .
 
-test: install prom-tools lint
+test: install test-tools lint
 	SCANWATCH_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q
 
 demo: install
@@ -49,7 +58,7 @@ bench-scale: install
 	$(PYTHON) -m uv pip install -q -p $(VENV) -e '.[dev,bench]' -c constraints.txt
 	$(BIN)/python -m benchmarks.scale
 
-soak: install prom-tools
+soak: install test-tools
 	SCANWATCH_SOAK=1 SCANWATCH_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q -m slow
 
 clean:

@@ -20,3 +20,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One real PostgreSQL server for the session (tests/pg_server.py); never skipped: a machine without
+    the server binaries fails here with the line that says how to install them."""
+    from tests.pg_server import PgServer
+
+    server = PgServer.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_database(pg_server):
+    """A fresh, empty database of the session's server; its `postgresql://` URL (with the password)."""
+    name = pg_server.create_database()
+    try:
+        yield pg_server.url(name)
+    finally:
+        pg_server.drop_database(name)
