@@ -18,6 +18,7 @@ import duckdb
 
 from pipelines.sqlfiles import read_sql, sql_dir, transaction
 from pipelines.storage.reference import write_vocabulary
+from pipelines.storage.views import drop_views, write_views
 
 _MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
@@ -58,6 +59,9 @@ def migrate(conn: duckdb.DuckDBPyConnection, *, target: int | None = None) -> li
     for version, name in _migrations():
         if version <= current or (target is not None and version > target):
             continue
+        if not applied and _has_table(conn, "view_layer"):  # a table a view reads may change: views go first
+            with transaction(conn):
+                drop_views(conn)
         with transaction(conn, "migrate"):
             conn.execute(read_sql(f"migrations/{name}"))
             conn.execute(read_sql("storage/record_migration.sql"), {"version": version, "name": name})
@@ -68,6 +72,9 @@ def migrate(conn: duckdb.DuckDBPyConnection, *, target: int | None = None) -> li
         # conflict leaves nothing to redo.
         with contextlib.suppress(duckdb.TransactionException):
             write_vocabulary(conn)
+    if _has_table(conn, "view_layer") and (target is None or target >= _migrations()[-1][0]):
+        with contextlib.suppress(duckdb.TransactionException):  # the same race, for the views layer
+            write_views(conn)
     return applied
 
 

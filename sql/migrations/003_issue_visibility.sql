@@ -10,7 +10,7 @@
 -- A queued scan whose scan, target or project now answers 404 is settled: it gets a `scans_gone` row and
 -- nothing polls it again. Its `scans` row stays as last seen: deletion on the service never deletes history.
 --
--- Only adds nullable columns, a table and replaces a view, so it is safe on any existing history.
+-- Only adds nullable columns and a table, so it is safe on any existing history.
 ALTER TABLE issues ADD COLUMN IF NOT EXISTS hidden_reason VARCHAR;
 ALTER TABLE issues ADD COLUMN IF NOT EXISTS hidden_at TIMESTAMPTZ;
 
@@ -22,12 +22,4 @@ CREATE TABLE IF NOT EXISTS scans_gone (
     answered     VARCHAR NOT NULL  -- what said so: `scan`, `target` or `project` answering 404
 );
 
-CREATE OR REPLACE VIEW open_issues_now AS
-SELECT i.*, p.name AS project_name, t.kind AS target_kind
-FROM issues i
-JOIN projects p ON p.id = i.project_id
-LEFT JOIN targets t ON t.id = i.target_id
-WHERE i.status = 'open'
-  AND i.hidden_reason IS NULL
-  AND p.removed_at IS NULL
-  AND (t.id IS NULL OR t.removed_at IS NULL);
+-- `open_issues_now` leaves hidden issues out: sql/views/open_issues_now.sql.

@@ -1,13 +1,3 @@
--- scanwatch history, schema version 12: `fix_times`, the one sample of time to fix. The metrics snapshot's
--- secscan_issue_time_to_fix_seconds histogram and the cookbook's time_to_fix_by_project and
--- time_to_fix_by_severity all read it, so /metrics and the cookbook count the same issues the same way.
---
--- An issue is in the sample while the service says it is fixed and when (status `fixed`, `fixed_at` set):
--- one open again after a fix is not, its fixed_at no longer stands. The time runs from the service's
--- first_seen_at (scanwatch's first sighting when the service gave none) to fixed_at, never below zero.
--- Only adds a view: safe on any history, and applying it twice is harmless.
-CREATE OR REPLACE VIEW fix_times AS
-SELECT workspace_id, id AS issue_id, project_id, severity,
-       greatest(epoch(fixed_at) - epoch(coalesce(first_seen_at, first_observed_at)), 0) AS seconds
-FROM issues
-WHERE status = 'fixed' AND fixed_at IS NOT NULL;
+-- scanwatch history, schema version 12: `fix_times`, the one sample of time to fix. Views are the views
+-- layer's (sql/views/fix_times.sql), recreated by the writer whenever their definition changes; migrations
+-- carry tables and data only, so this one is empty.

@@ -1,0 +1,2 @@
+-- The digest of the views layer (sql/views/) the history's views were created from.
+SELECT digest FROM view_layer;

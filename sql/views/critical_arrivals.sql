@@ -1,0 +1,77 @@
+-- The critical issues that page: one home for "which critical issues are new". The metrics snapshot
+-- (SecscanNewCriticalIssue) and the cookbook's `new_critical_issues` both read it.
+--
+-- An arrival is a change that put an issue into "open and critical": seen for the first time open and
+-- critical (new), found open again after a fix (reopened), raised to critical from another severity
+-- (raised), or a false-positive / accepted-risk mark withdrawn (unmarked: a status `issue_statuses` calls
+-- dismissed). Per issue only its latest arrival counts, and only while the issue is open and visible
+-- (`open_issues_now`) and critical: a fix, a mark, a lower severity or hiding removes the row. An issue
+-- listed again after being set aside returns without an arrival (`visible_again` is not one).
+--
+-- The backlog of a first deployment is not an arrival: events observed at or before the end of the
+-- workspace's first successful issues sync (sync_runs) are excluded, and with no such sync nothing is an
+-- arrival. Reconstructed history is never in issue_events, and would sit before that baseline anyway.
+CREATE VIEW critical_arrivals AS
+WITH arrival_events AS (
+    SELECT e.workspace_id, e.issue_id, e.observed_at,
+           CASE
+               WHEN e.event = 'opened' THEN 1
+               WHEN e.event = 'reopened' THEN 2
+               WHEN e.event = 'status_changed' THEN 3
+               ELSE 4
+           END AS kind,
+           CASE WHEN e.event = 'severity_changed' THEN e.from_value END AS from_severity
+    FROM issue_events AS e
+    WHERE (e.event = 'opened' AND e.to_value = 'open' AND e.severity = 'critical')
+       OR (e.event = 'reopened' AND e.to_value = 'open' AND e.severity = 'critical')
+       OR (e.event = 'status_changed' AND e.from_value IN (SELECT status FROM issue_statuses WHERE dismissed)
+           AND e.to_value = 'open' AND e.severity = 'critical')
+       OR (e.event = 'severity_changed' AND e.to_value = 'critical')
+),
+latest_at AS (
+    SELECT workspace_id, issue_id, max(observed_at) AS arrived_at
+    FROM arrival_events
+    GROUP BY workspace_id, issue_id
+),
+-- One sync can record several arrival events for one issue (a fixed high found open and critical):
+-- the strongest reason names the change, a severity change still says where it came from.
+latest AS (
+    SELECT e.workspace_id, e.issue_id, e.observed_at AS arrived_at, min(e.kind) AS kind,
+           max(e.from_severity) AS from_severity
+    FROM arrival_events AS e
+    JOIN latest_at AS l
+      ON l.workspace_id = e.workspace_id AND l.issue_id = e.issue_id AND l.arrived_at = e.observed_at
+    GROUP BY e.workspace_id, e.issue_id, e.observed_at
+),
+baseline AS (
+    SELECT w.workspace_id,
+           (SELECT min(r.finished_at) FROM sync_runs AS r
+             WHERE r.asset = 'issues' AND r.status = 'success'
+               AND (r.workspace_id = w.workspace_id OR r.workspace_id IS NULL)) AS baseline_at
+    FROM (SELECT DISTINCT workspace_id FROM latest) AS w
+)
+SELECT
+    l.workspace_id,
+    i.project_id,
+    i.project_name AS project,
+    l.issue_id,
+    i.target_id,
+    i.address,
+    i.title,
+    i.family,
+    i.control_id,
+    i.confidence,
+    i.location,
+    i.file,
+    i.line,
+    i."commit",
+    CASE l.kind WHEN 1 THEN 'new' WHEN 2 THEN 'reopened' WHEN 3 THEN 'unmarked' ELSE 'raised' END AS change,
+    l.from_severity,
+    coalesce(i.first_seen_at, i.first_observed_at) AS first_seen_at,
+    l.arrived_at
+FROM latest AS l
+JOIN baseline AS b ON b.workspace_id = l.workspace_id
+JOIN open_issues_now AS i ON i.id = l.issue_id
+WHERE b.baseline_at IS NOT NULL
+  AND l.arrived_at > b.baseline_at
+  AND i.severity = 'critical';

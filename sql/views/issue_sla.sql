@@ -1,0 +1,20 @@
+-- Each open and visible issue's age and SLA state. The clock starts at the service's first_seen_at
+-- (scanwatch's first sighting when the service gave none); the policy is `sla_policy` (written by each
+-- metrics snapshot; info issues have none). An issue breaches its SLA once its age is over the policy's
+-- days, and is due soon in the last quarter of that window, not yet breached. Times are Unix seconds, so a
+-- reader compares its own clock (the snapshot's time, or now()) with `breach_at` and `due_soon_at`:
+--   breached: clock > breach_at;  due soon: clock > due_soon_at AND clock <= breach_at;  age: clock - opened_at.
+-- `secscan_issues_sla_breached`, `secscan_issues_sla_due_soon`, `SecscanSlaBreached` and the cookbook's
+-- `sla_breaches` all read it.
+CREATE VIEW issue_sla AS
+SELECT
+    o.workspace_id,
+    o.id AS issue_id,
+    o.project_id,
+    o.severity,
+    epoch(coalesce(o.first_seen_at, o.first_observed_at)) AS opened_at,
+    s.days AS sla_days,
+    epoch(coalesce(o.first_seen_at, o.first_observed_at)) + s.days * 86400 AS breach_at,
+    epoch(coalesce(o.first_seen_at, o.first_observed_at)) + s.days * 86400 * 0.75 AS due_soon_at
+FROM open_issues_now AS o
+LEFT JOIN sla_policy AS s ON s.severity = o.severity;

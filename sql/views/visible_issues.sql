@@ -1,0 +1,11 @@
+-- Visible: every issue the service still shows (no `hidden_reason`: its site is proved, its target and
+-- project listed), with its project's label and its target's kind. An issue set aside counts in
+-- `secscan_issues_not_visible` and in nothing else; every count of issues by status (/metrics, the cookbook)
+-- reads this view or `open_issues_now`, which reads it.
+CREATE VIEW visible_issues AS
+SELECT i.*, p.project AS project_name, t.kind AS target_kind
+FROM issues AS i
+JOIN project_labels AS p ON p.project_id = i.project_id AND p.listed
+LEFT JOIN targets AS t ON t.id = i.target_id
+WHERE i.hidden_reason IS NULL
+  AND (t.id IS NULL OR t.removed_at IS NULL);
