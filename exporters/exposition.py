@@ -1,11 +1,14 @@
-"""/metrics bodies: prometheus-client's encoders, with the snapshot's part encoded once per snapshot.
+"""/metrics bodies: prometheus-client's encoders, with each workspace's part encoded once per part.
 
-The snapshot changes once a sync; scrapes come every few seconds. Encoding the large world's ~23k
+A part changes once its workspace's run; scrapes come every few seconds. Encoding the large world's ~23k
 samples costs the library about 80-150 ms, so the common unfiltered scrape serves the library encoder's
-output for the snapshot's families cached per (snapshot, format), followed by the health and process
-series encoded now. Both text formats allow families in any order; OpenMetrics' `# EOF` trailer is
-taken off the cached part so the live part ends the body. Gzip keeps the compressor's state after the
-cached part and finishes a copy of it per scrape: one gzip member, compressed once.
+output for the snapshot's families cached per (state of the store, format), followed by the health and
+process series encoded now. That output is assembled from each part's families encoded alone and cached
+per (part, format): a new part costs the encoding of that part only, and each family still appears once,
+its header from the first part that has it and its samples from all. Both text formats allow families in
+any order; OpenMetrics' `# EOF` trailer is taken off the cached part so the live part ends the body. Gzip
+keeps the compressor's state after the cached part and finishes a copy of it per scrape: one gzip member,
+compressed once.
 
 A scrape never waits for a new snapshot: the one that notices the file changed starts building it in
 the background (with every format served so far) and serves the previous one, which the next scrape
@@ -25,6 +28,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.process_collector import ProcessCollector
 
 from exporters.collector import SecscanCollector, SnapshotView
+from exporters.families import Families
 
 Encoder = Callable[[object], bytes]
 MAX_FORMATS = 8  # cached encodings per snapshot; Accept headers can name many versions
@@ -55,15 +59,24 @@ class _Ready:
     parts: dict[tuple[str, bool], _Part] = field(default_factory=dict)
 
 
-def _encode_part(view: SnapshotView, encoder: Encoder, gzipped: bool) -> _Part:
-    families = view.families.items.values() if view.families is not None else ()
+Blocks = dict[str, tuple[bytes, bytes]]  # family name -> (its header lines, its samples), in one format
+
+
+def _encode(encoder: Encoder, families: Iterable[Metric]) -> bytes:
     data, trailer = encoder(_Fixed(families)), encoder(_Fixed(()))
-    if trailer and data.endswith(trailer):
-        data = data[: -len(trailer)]
-    if not gzipped:
-        return _Part(encoder, data)
-    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip member, as gzip.compress writes
-    return _Part(encoder, compressor.compress(data), compressor)
+    return data[: -len(trailer)] if trailer and data.endswith(trailer) else data
+
+
+def _blocks(families: Families, encoder: Encoder) -> Blocks:
+    """Each family encoded alone, cut into its `#` header and its samples."""
+    out: Blocks = {}
+    for name, fam in families.items.items():
+        data = _encode(encoder, [fam])
+        cut = 0
+        while data.startswith(b"#", cut):
+            cut = data.index(b"\n", cut) + 1
+        out[name] = (data[:cut], data[cut:])
+    return out
 
 
 class Exposition:
@@ -75,6 +88,7 @@ class Exposition:
         self._ready: _Ready | None = None
         self._refreshing = False
         self._lock = threading.Lock()
+        self._encoded: dict[tuple[str, str], tuple[Families, Blocks]] = {}  # (part, format): its encoding
 
     def registry(self) -> CollectorRegistry:
         """The library's view of /metrics, read now: scanwatch's series and the process metrics.
@@ -126,7 +140,7 @@ class Exposition:
         with self._lock:
             part = ready.parts.get((content_type, gzipped))
         if part is None and not cached_only:
-            part = _encode_part(ready.view, encoder, gzipped)
+            part = self._encode_part(ready.view, encoder, content_type, gzipped)
             with self._lock:
                 if len(ready.parts) < MAX_FORMATS:
                     ready.parts.setdefault((content_type, gzipped), part)
@@ -144,7 +158,29 @@ class Exposition:
     def _prepare(self, warm: dict[tuple[str, bool], _Part]) -> _Ready:
         """A new view with the formats scrapes asked for so far already encoded, then swapped in."""
         view = self.collector.view()
-        ready = _Ready(view, {fmt: _encode_part(view, old.encoder, fmt[1]) for fmt, old in warm.items()})
+        ready = _Ready(view, {fmt: self._encode_part(view, old.encoder, fmt[0], fmt[1]) for fmt, old in warm.items()})
         with self._lock:
             self._ready = ready
+            live = {(name, fmt[0]) for name, _ in view.part_families() for fmt in ready.parts}
+            self._encoded = {k: v for k, v in self._encoded.items() if k in live}
         return ready
+
+    def _encode_part(self, view: SnapshotView, encoder: Encoder, content_type: str, gzipped: bool) -> _Part:
+        """Every part's families in one format, each family once; a part encoded before is not encoded again."""
+        headers: dict[str, bytes] = {}
+        samples: dict[str, list[bytes]] = {}
+        for name, families in view.part_families():
+            with self._lock:
+                held = self._encoded.get((name, content_type))
+            if held is None or held[0] is not families:
+                held = (families, _blocks(families, encoder))
+                with self._lock:
+                    self._encoded[(name, content_type)] = held
+            for family, (header, body) in held[1].items():
+                headers.setdefault(family, header)
+                samples.setdefault(family, []).append(body)
+        data = b"".join(headers[family] + b"".join(samples[family]) for family in headers)
+        if not gzipped:
+            return _Part(encoder, data)
+        compressor = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip member, as gzip.compress writes
+        return _Part(encoder, compressor.compress(data), compressor)

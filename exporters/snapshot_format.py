@@ -16,7 +16,8 @@ import os
 import stat
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+# 2: one part per workspace, every row labelled with its `workspace` (1: one file, labels resolved by the reader)
+SCHEMA_VERSION = 2
 TABLES: tuple[str, ...] = (
     "workspaces", "quotas", "projects", "targets", "issue_severity", "issue_status", "issue_family",
     "lifecycle", "time_to_fix", "scans", "pipeline", "critical_issues", "critical_arrivals",
@@ -82,6 +83,9 @@ def parse_snapshot(raw: bytes, name: str = "snapshot") -> dict:
         raise SnapshotError(f"snapshot {name} is not valid JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise SnapshotError(f"snapshot {name} is not a JSON object")
+    if doc.get("schema") == 1:
+        raise SnapshotError(f"snapshot {name} was written by an older scanwatch (schema 1): run `scanwatch sync` "
+                            "once, it replaces it with one part per workspace")
     if doc.get("schema") != SCHEMA_VERSION:
         raise SnapshotError(f"snapshot {name} has schema {doc.get('schema')!r}, this version reads {SCHEMA_VERSION}")
     tables = doc.get("tables")
@@ -91,9 +95,22 @@ def parse_snapshot(raw: bytes, name: str = "snapshot") -> dict:
 
 
 def read_snapshot(path: Path) -> dict:
-    """Load and validate a snapshot file (SnapshotError with one line saying what is wrong)."""
-    _key, raw = read_snapshot_bytes(Path(path))
+    """Load and validate a snapshot file, or every part of a snapshot folder as one document (each row keeps
+    its `workspace`); SnapshotError with one line saying what is wrong."""
+    path = Path(path)
+    if path.is_dir():
+        return merge_documents([read_snapshot(p) for p in sorted(path.glob("[!.]*.json"))])
+    _key, raw = read_snapshot_bytes(path)
     return parse_snapshot(raw or b"", str(path))
+
+
+def merge_documents(parts: list[dict]) -> dict:
+    """Parts as one document, each row keeping its `workspace`: what a single-file snapshot holds. The
+    settings (SLA, buckets) are the newest part's."""
+    newest = max(parts, key=lambda p: p.get("generated_at_seconds") or 0, default={})
+    head = {k: v for k, v in newest.items() if k not in ("tables", "workspace", "workspace_id")}
+    return {**head, "schema": SCHEMA_VERSION,
+            "tables": {name: [row for p in parts for row in p.get("tables", {}).get(name, [])] for name in TABLES}}
 
 
 def encode_snapshot(doc: dict) -> bytes:

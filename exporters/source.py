@@ -1,73 +1,117 @@
-"""The snapshot as the exporter sees it: re-read only when the file changes, last good copy kept.
+"""The snapshot as the exporter sees it: each workspace's part re-read only when it changes, last good copy kept.
 
-A scrape must never fail because a sync is running or crashed half way: the pipeline replaces the file
-atomically, and if it is ever missing, unreadable, not a regular file or too large, the exporter keeps
-serving the last document it could parse, saying so through `secscan_snapshot_readable 0`.
+A scrape must never fail because a sync is running or crashed half way: the pipeline replaces a part
+atomically, and if one is ever unreadable, not a regular file or too large, the exporter keeps serving that
+part's last good document, saying so through `secscan_snapshot_readable{workspace} 0`, while the other
+workspaces' parts stay fresh. A part the pipeline removed leaves the exporter with it.
 """
 
 from __future__ import annotations
 
-import os
+import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from exporters.snapshot_format import SnapshotError, file_key, parse_snapshot, read_snapshot_bytes
+from exporters.snapshot_format import SnapshotError, merge_documents, parse_snapshot
+from exporters.snapshot_store import FileStore, SnapshotStore
+
+
+@dataclass(frozen=True)
+class PartState:
+    name: str
+    doc: dict | None  # the last document of this part that parsed, possibly older than the stored part
+    readable: bool  # whether the stored part parsed
+    key: object = None  # identity of the stored part when this state was taken
 
 
 @dataclass(frozen=True)
 class SnapshotState:
-    doc: dict | None  # the last document that parsed, possibly older than the file on disk
-    readable: bool  # whether the current file on disk parsed
-    load_errors: int  # failed loads since the exporter started
-    loads: int  # successful (re)loads since the exporter started
-    key: object = None  # identity of the file on disk when this state was taken (see SnapshotSource.peek)
+    parts: dict[str, PartState] = field(default_factory=dict)
+    listed: bool = False  # whether the store itself could be listed
+    load_errors: int = 0  # failed loads since the exporter started
+    loads: int = 0  # successful (re)loads since the exporter started
+    key: object = None  # identity of the whole store when this state was taken (see SnapshotSource.peek)
+
+    @property
+    def readable(self) -> bool:
+        """The store could be listed and every part in it parsed."""
+        return self.listed and bool(self.parts) and all(p.readable for p in self.parts.values())
+
+    @property
+    def doc(self) -> dict | None:
+        """Every part served, as one document (for tools and tests; a scrape serves the parts)."""
+        docs = [p.doc for p in self.parts.values() if p.doc is not None]
+        return merge_documents(docs) if docs else None
+
+
+def _store(where: SnapshotStore | Path | str) -> SnapshotStore:
+    return FileStore(Path(where)) if isinstance(where, (str, Path)) else where
 
 
 class SnapshotSource:
-    """Thread-safe cache of the parsed snapshot keyed by the file's identity (inode, mtime, size)."""
+    """Thread-safe cache of the parsed parts, each keyed by its identity in the store."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, store: SnapshotStore | Path | str) -> None:
+        self.store = _store(store)
         self._lock = threading.Lock()
+        self._parts: dict[str, PartState] = {}
+        self._listed = False
         self._key: object = None
-        self._doc: dict | None = None
-        self._readable = False
         self._errors = 0
         self._loads = 0
+        self._failed: set[object] = set()  # failures already counted (and said) once
         self.last_error: str | None = None
 
-    def _fail(self, key: object, message: str) -> None:
-        if key != self._key:  # count each broken or missing file once, not once per scrape
-            self._errors += 1
-        self._key = key
-        self._readable = False
-        self.last_error = message
+    def peek(self) -> object:
+        """The store's identity now (a listing, no read): compare with SnapshotState.key to see a change."""
+        try:
+            return tuple(sorted(self.store.keys().items()))
+        except SnapshotError as exc:
+            return ("unreadable", str(exc))
 
     def get(self) -> SnapshotState:
         with self._lock:
             self._refresh()
-            return SnapshotState(self._doc, self._readable, self._errors, self._loads, self._key)
+            return SnapshotState(dict(self._parts), self._listed, self._errors, self._loads, self._key)
 
-    def peek(self) -> object:
-        """The file's identity now (a stat, no read): compare with SnapshotState.key to see a change."""
-        try:
-            return file_key(os.stat(self.path))
-        except OSError:
-            return "missing"
+    def _fail(self, key: object, message: str) -> None:
+        if key not in self._failed:  # count and say each broken or missing part once, not once per scrape
+            self._failed = {k for k in self._failed if k[0] != key[0]} | {key}
+            self._errors += 1
+            print(f"scanwatch exporter: {message}", file=sys.stderr, flush=True)
+        self.last_error = message
 
     def _refresh(self) -> None:
         try:
-            key, raw = read_snapshot_bytes(self.path, self._key)
-        except SnapshotError as exc:  # keyed apart from any file key: tried again next scrape (a chmod may fix it)
-            self._fail(("unreadable", self.peek()), str(exc))
+            keys = self.store.keys()
+        except SnapshotError as exc:  # tried again next scrape (a chmod, or the first sync, may fix it)
+            self._listed, self._key = False, ("unreadable", str(exc))
+            self._fail((None, str(exc)), str(exc))
+            self._parts = {n: PartState(n, p.doc, False, p.key) for n, p in self._parts.items()}
             return
-        if raw is None:
-            return
+        self._listed, self._key = True, tuple(sorted(keys.items()))
+        self._failed = {k for k in self._failed if k[0] is not None}
+        parts = {}
+        for name in keys:
+            parts[name] = self._load(name, self._parts.get(name))
+        self._parts = parts
+
+    def _load(self, name: str, held: PartState | None) -> PartState:
+        known = held.key if held is not None else None  # a part that failed to parse is read again once it moves
         try:
-            doc = parse_snapshot(raw, str(self.path))
+            key, raw = self.store.read(name, known)
         except SnapshotError as exc:
-            self._fail(key, str(exc))
-            return
-        self._key, self._doc, self._readable, self.last_error = key, doc, True, None
+            self._fail((name, str(exc)), str(exc))
+            return PartState(name, held.doc if held else None, False, None)
+        if raw is None and held is not None:
+            return held
+        try:
+            doc = parse_snapshot(raw or b"", self.store.location(name))
+        except SnapshotError as exc:
+            self._fail((name, key), str(exc))
+            return PartState(name, held.doc if held else None, False, key)
+        self._failed = {k for k in self._failed if k[0] != name}
+        self.last_error = None
         self._loads += 1
+        return PartState(name, doc, True, key)

@@ -107,29 +107,13 @@ def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: 
         outcome.failed_step = event.step_key
         outcome.error = event.step_failure_data.error
         break
-    if not result.success:
-        _refresh_snapshot_after_failure()
+    if not result.success:  # Dagster skips the snapshot after a failed asset: its part shows the failure now
+        from pipelines.settings import Settings
+        from pipelines.snapshot import refresh_after_failure
+
+        refresh_after_failure(Settings.load().paths.db, workspace)
     for event in result.all_events:
         data = getattr(event, "event_specific_data", None)
         if event.event_type_value == "ASSET_CHECK_EVALUATION" and not data.passed:
             outcome.failed_checks.append(data.check_name)
     return outcome
-
-
-def _refresh_snapshot_after_failure() -> None:
-    """Dagster skips the snapshot asset when an upstream asset fails; write it anyway, best effort, so
-    the failure shows on /metrics now."""
-    from pipelines import settings
-    from pipelines.snapshot import refresh_snapshot
-    from pipelines.storage import connect
-
-    try:
-        conn = connect(settings.Settings.load().paths.db, wait_seconds=5)
-    except Exception:  # the sync's own failure is what the user must see, not this one
-        return
-    try:
-        refresh_snapshot(conn)
-    except Exception:
-        pass
-    finally:
-        conn.close()

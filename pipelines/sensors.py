@@ -78,13 +78,11 @@ def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceRe
 
 @dg.run_failure_sensor(default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=30)
 def snapshot_after_failure(context: dg.RunFailureSensorContext, history: HistoryResource) -> None:
-    """Rewrites the metrics snapshot after a failed run, so `secscan_pipeline_last_run_success` and the
-    failure counters show the failure now instead of waiting for the next good sync."""
-    from pipelines.snapshot import refresh_snapshot
-    from pipelines.storage import HistoryLockedError
+    """Rewrites the failed run's workspace's part of the metrics snapshot, so
+    `secscan_pipeline_last_run_success` and the failure counters show the failure now instead of waiting for
+    the next good sync; the other workspaces' parts are left as they are."""
+    from pipelines.snapshot import refresh_after_failure
 
-    try:
-        with history.get_connection() as conn:
-            refresh_snapshot(conn)
-    except (HistoryLockedError, duckdb.Error) as exc:
-        context.log.warning("snapshot not refreshed after the failed run: %s", exc)
+    reason = refresh_after_failure(history.database, context.dagster_run.tags.get("dagster/partition"))
+    if reason is not None:
+        context.log.warning("snapshot not refreshed after the failed run: %s", reason)

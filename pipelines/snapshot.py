@@ -1,38 +1,29 @@
-"""The metrics snapshot: what the exporter serves, built from the DuckDB history after each sync.
+"""The metrics snapshot: what the exporter serves, built from the history after each workspace's run.
 
 The exporter must never open the database (a read-write holder locks the file even for readers), so the
-pipeline hands it a small JSON document instead. DuckDB computes every aggregate (`sql/snapshot/*.sql`,
-one query per table); this module only runs them in one read transaction, labels the result and writes
-it atomically, so a scrape sees either the previous snapshot or the new one, never half of either.
+pipeline hands it small JSON documents instead: one part per workspace (`exporters/snapshot_store.py`).
+DuckDB computes every aggregate (`sql/snapshot/*.sql`, one query per table, each filtered to the part's
+workspace first, so a part costs what its workspace holds); this module runs them in one read transaction,
+labels the result and replaces the workspace's part atomically. A workspace's run rebuilds its own part
+only: a tick of K workspaces costs K builds of one workspace, not K builds of all of them.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import re
-import tempfile
-import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exporters.snapshot_format import SCHEMA_VERSION, TABLES, encode_snapshot
+from exporters.catalogue import CRITICAL_INFO_LIMIT, CRITICAL_NEW_LIMIT, TTF_BUCKETS
+from exporters.snapshot_format import SCHEMA_VERSION, TABLES, encode_snapshot, merge_documents
+from exporters.snapshot_store import FileStore, SnapshotStore, write_file
 from pipelines import milestones, settings, vocabulary
 
 if TYPE_CHECKING:  # duckdb stays out of the exporter's imports
     import duckdb
-
-# An open issue is "due soon" once less than this share of its SLA window is left.
-DUE_SOON_FRACTION = 0.25
-# Upper bounds of the time-to-fix histogram, seconds: 1h, 4h, 12h, 1d, 3d, 7d, 14d, 30d, 90d, 180d, 365d.
-TTF_BUCKETS: tuple[float, ...] = (
-    3600.0, 14400.0, 43200.0, 86400.0, 259200.0, 604800.0, 1209600.0, 2592000.0, 7776000.0, 15552000.0,
-    31536000.0,
-)
-# Most new critical issues listed per workspace (SecscanNewCriticalIssue pages on each listed one).
-CRITICAL_NEW_LIMIT = 100
-
 
 def _load_queries() -> dict[str, str]:
     from pipelines.sqlfiles import read_sql  # one answer to "where are the SQL files" (checkout or wheel)
@@ -41,7 +32,7 @@ def _load_queries() -> dict[str, str]:
 
 
 def _jsonable(value: Any) -> Any:
-    # JSON has no NaN/inf; DuckDB lists arrive as lists, decimals should not appear (queries cast).
+    # JSON has no NaN/inf; arrays arrive as lists, decimals should not appear (queries cast).
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, list):
@@ -58,121 +49,171 @@ def _run(conn: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> l
     return [{c: _jsonable(v) for c, v in zip(columns, row, strict=True)} for row in cursor.fetchall()]
 
 
-def build_snapshot(
-    conn: duckdb.DuckDBPyConnection,
-    *,
-    now: datetime,
-    sla_days: dict[str, int] | None = None,
-    critical_info_limit: int = 50,
-    critical_new_limit: int = CRITICAL_NEW_LIMIT,
-) -> dict:
-    """Aggregate the whole history (every workspace) into the document the exporter serves.
+def part_name(workspace_id: str | None, label: str | None) -> str:
+    """A part's name in the store: the service's workspace id once the history holds it, before that the
+    followed name (`default` for the one workspace of the two variables)."""
+    return workspace_id or label or settings.DEFAULT_WORKSPACE
 
-    All queries run in one read transaction on a cursor, so the tables agree with each other even if a
-    writer commits meanwhile. Only committed data is seen: call it after the sync has committed.
-    """
+
+@dataclass(frozen=True)
+class _Build:
+    now: datetime
+    sla_days: dict[str, int]
+    critical_info_limit: int
+    critical_new_limit: int
+
+    def params(self) -> dict[str, Any]:
+        return {"now": self.now.astimezone(UTC).isoformat(), "ttf_buckets": list(TTF_BUCKETS),
+                "critical_limit": self.critical_info_limit, "critical_new_limit": self.critical_new_limit}
+
+    def header(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "generated_at": self.now.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+            "generated_at_seconds": self.now.timestamp(),
+            "sla_days": self.sla_days,
+            "ttf_buckets": list(TTF_BUCKETS),
+            "critical_info_limit": self.critical_info_limit,
+            "critical_new_limit": self.critical_new_limit,
+        }
+
+
+def _prepare(conn: duckdb.DuckDBPyConnection, now: datetime, sla_days: dict[str, int] | None,
+             critical_info_limit: int, critical_new_limit: int) -> _Build:
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (UTC)")
     from pipelines.storage.reference import write_sla_policy  # duckdb: not at import, for the exporter
 
-    sla_days = vocabulary.sla_policy({}, sla_days)
+    sla = vocabulary.sla_policy({}, sla_days)
     writer = conn.cursor()  # its own transaction: a caller's open one stays untouched
     try:
-        write_sla_policy(writer, sla_days)  # the policy the SQL reads, and the cookbook after it
+        write_sla_policy(writer, sla)  # the policy the SQL reads, and the cookbook after it
     finally:
         writer.close()
-    params: dict[str, Any] = {
-        "now": now.astimezone(UTC).isoformat(),
-        "due_soon_fraction": DUE_SOON_FRACTION,
-        "ttf_buckets": list(TTF_BUCKETS),
-        "critical_limit": max(0, int(critical_info_limit)),
-        "critical_new_limit": max(1, int(critical_new_limit)),  # the cut is counted from listed rows
-    }
-    queries = _load_queries()
+    # The cut of new critical issues is counted from listed rows, so at least one is listed.
+    return _Build(now, sla, max(0, int(critical_info_limit)), max(1, int(critical_new_limit)))
+
+
+def _part(cursor: duckdb.DuckDBPyConnection, build: _Build, queries: dict[str, str], workspace_id: str | None,
+          label: str | None) -> dict:
+    from pipelines.sqlfiles import read_sql
+
+    params = {**build.params(), "workspace_id": workspace_id, "label": label}
+    workspace = cursor.execute(read_sql("snapshot/part.sql"), {"workspace_id": workspace_id, "label": label}
+                               ).fetchall()[0][0] or part_name(workspace_id, label)
+    tables = {name: _run(cursor, sql, params) for name, sql in queries.items()}
+    for rows in tables.values():
+        for row in rows:
+            row["workspace"] = workspace
+    return {**build.header(), "workspace_id": workspace_id, "workspace": workspace, "tables": tables}
+
+
+def _read(conn: duckdb.DuckDBPyConnection, work: Any) -> Any:
     # A cursor is a second connection to the same database: its own transaction gives every query the
     # same committed state, and never touches (or aborts) a transaction the caller may hold open.
     cursor = conn.cursor()
     try:
         cursor.execute("BEGIN TRANSACTION")
-        tables = {name: _run(cursor, sql, params) for name, sql in queries.items()}
+        result = work(cursor)
         cursor.execute("ROLLBACK")
+        return result
     finally:
         cursor.close()
-    return {
-        "schema": SCHEMA_VERSION,
-        "generated_at": now.astimezone(UTC).isoformat().replace("+00:00", "Z"),
-        "generated_at_seconds": now.timestamp(),
-        "sla_days": sla_days,
-        "due_soon_fraction": DUE_SOON_FRACTION,
-        "ttf_buckets": list(TTF_BUCKETS),
-        "critical_info_limit": params["critical_limit"],
-        "critical_new_limit": params["critical_new_limit"],
-        "tables": tables,
-    }
 
 
-def refresh_snapshot(conn: duckdb.DuckDBPyConnection, *, path: Path | None = None, now: datetime | None = None,
-                     sla_days: dict[str, int] | None = None, critical_info_limit: int = 50,
-                     critical_new_limit: int = CRITICAL_NEW_LIMIT) -> Path:
-    """Build the snapshot from committed history and replace the file atomically.
+def build_part(conn: duckdb.DuckDBPyConnection, *, workspace_id: str | None, label: str | None, now: datetime,
+               sla_days: dict[str, int] | None = None, critical_info_limit: int = CRITICAL_INFO_LIMIT,
+               critical_new_limit: int = CRITICAL_NEW_LIMIT) -> dict:
+    """One workspace's part: the workspace the history holds as `workspace_id`, followed as `label` (None for
+    the one workspace of the two variables; a workspace never read yet has only its runs, under that name).
 
-    Also called after a failed run (the CLI's failure path and the run-failure sensor): Dagster skips this
-    asset when an upstream one fails, and without a fresh snapshot the failure would stay invisible on
-    /metrics until the staleness alert.
+    Every query of the part runs in one read transaction, so its tables agree with each other even if a
+    writer commits meanwhile. Only committed data is seen: call it after the sync has committed.
     """
-    path = path or settings.Settings.load().paths.snapshot
-    snapshot = build_snapshot(conn, now=now or datetime.now(UTC), critical_info_limit=critical_info_limit,
-                              critical_new_limit=critical_new_limit,
-                              sla_days=vocabulary.sla_policy(overrides=sla_days))
+    build = _prepare(conn, now, sla_days, critical_info_limit, critical_new_limit)
+    queries = _load_queries()
+    return _read(conn, lambda cursor: _part(cursor, build, queries, workspace_id, label))
+
+
+def build_parts(conn: duckdb.DuckDBPyConnection, *, now: datetime, sla_days: dict[str, int] | None = None,
+                critical_info_limit: int = CRITICAL_INFO_LIMIT,
+                critical_new_limit: int = CRITICAL_NEW_LIMIT) -> dict[str, dict]:
+    """Every part the history holds (`sql/snapshot/parts.sql`), by name, from one read transaction."""
+    from pipelines.sqlfiles import read_sql
+
+    build = _prepare(conn, now, sla_days, critical_info_limit, critical_new_limit)
+    queries = _load_queries()
+
+    def every(cursor: duckdb.DuckDBPyConnection) -> dict[str, dict]:
+        return {part_name(wid, label): _part(cursor, build, queries, wid, label)
+                for wid, label in cursor.execute(read_sql("snapshot/parts.sql")).fetchall()}
+
+    return _read(conn, every)
+
+
+def build_snapshot(conn: duckdb.DuckDBPyConnection, *, now: datetime, sla_days: dict[str, int] | None = None,
+                   critical_info_limit: int = CRITICAL_INFO_LIMIT,
+                   critical_new_limit: int = CRITICAL_NEW_LIMIT) -> dict:
+    """The whole history (every workspace's part) as one document, as `write_snapshot` writes it to one file."""
+    return merge_documents(list(build_parts(conn, now=now, sla_days=sla_days, critical_info_limit=critical_info_limit,
+                                        critical_new_limit=critical_new_limit).values()))
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    location: str  # where the part is (a file for the file store)
+    bytes: int
+    parts: int  # parts written: 1, or every part when the store was empty or a single old file
+
+
+def store_at(path: Path | None = None) -> SnapshotStore:
+    """The snapshot's store: the folder `SCANWATCH_SNAPSHOT` names (default: beside the history)."""
+    return FileStore(Path(path) if path else settings.Settings.load().paths.snapshot, milestone=milestones.reached)
+
+
+def refresh_snapshot(conn: duckdb.DuckDBPyConnection, *, workspace_id: str | None, label: str | None,
+                     path: Path | None = None, now: datetime | None = None,
+                     sla_days: dict[str, int] | None = None, critical_info_limit: int = CRITICAL_INFO_LIMIT,
+                     critical_new_limit: int = CRITICAL_NEW_LIMIT) -> Refreshed:
+    """Rebuild one workspace's part from committed history and replace it atomically. The first write to an
+    empty store, or over a single-file snapshot of an older scanwatch, writes every part of the history."""
+    store = store_at(path)
+    name = part_name(workspace_id, label)
+    options = {"now": now or datetime.now(UTC), "sla_days": vocabulary.sla_policy(overrides=sla_days),
+               "critical_info_limit": critical_info_limit, "critical_new_limit": critical_new_limit}
+    if store.needs_all():
+        parts = build_parts(conn, **options)
+        if name not in parts:
+            parts[name] = build_part(conn, workspace_id=workspace_id, label=label, **options)
+        milestones.reached("snapshot.built")
+        encoded = {n: encode_snapshot(doc) for n, doc in parts.items()}
+        store.replace_all(encoded)
+        return Refreshed(store.location(name), len(encoded[name]), len(encoded))
+    data = encode_snapshot(build_part(conn, workspace_id=workspace_id, label=label, **options))
     milestones.reached("snapshot.built")
-    write_snapshot(snapshot, path)
-    return path
+    store.write(name, data)
+    if name != part_name(None, label):  # its runs from before the workspace was read were a part of their own
+        store.remove(part_name(None, label))
+    return Refreshed(store.location(name), len(data), 1)
 
 
-def _remove_stale_temp_files(path: Path, *, older_than_seconds: float = 600.0) -> None:
-    """A writer killed mid-write leaves its temp file; a live writer's file is recent, so it stays."""
-    cutoff = time.time() - older_than_seconds
-    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
-        try:
-            if leftover.stat().st_mtime < cutoff:
-                leftover.unlink()
-        except OSError:  # another writer removed it first
-            continue
+def refresh_after_failure(db: Path, workspace: str | None) -> str | None:
+    """Rebuild the part of a workspace whose run failed, taking the history's writer as a sync does; the
+    reason it could not, or None. Dagster skips the snapshot asset when an upstream asset fails, and without
+    a fresh part the failure would stay invisible on /metrics until the staleness alert."""
+    from pipelines.storage import writer
+    from pipelines.storage.workspaces import current_workspace
+
+    label = settings.Settings.load().workspace(workspace or settings.DEFAULT_WORKSPACE).label
+    try:
+        with writer(db, wait_seconds=5) as conn:
+            refresh_snapshot(conn, workspace_id=current_workspace(conn, label), label=label)
+    except Exception as exc:  # the run's own failure is what the user must see, not this one
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def write_snapshot(snapshot: dict, path: Path) -> None:
-    """Replace the snapshot atomically: a temp file in the same directory, fsync, then os.replace.
-
-    A reader opening the path at any moment gets a complete document, old or new.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = encode_snapshot(snapshot)
-    _remove_stale_temp_files(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data[: len(data) // 2])
-            milestones.reached("snapshot.mid_write")
-            fh.write(data[len(data) // 2 :])
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        milestones.reached("snapshot.before_replace")
-        os.replace(tmp, path)
-        milestones.reached("snapshot.replaced")
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    try:  # make the rename itself durable; not every filesystem allows opening a directory
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
-
-
+    """Write a whole document (`build_snapshot`) as one file, atomically: a single-file snapshot, which the
+    exporter serves as it is (for tools and tests; the pipeline writes parts)."""
+    write_file(Path(path), encode_snapshot(snapshot), milestones.reached)

@@ -1,41 +1,48 @@
-"""The metrics snapshot the exporter serves."""
+"""The metrics snapshot the exporter serves: one part per workspace."""
 
 from pathlib import Path
 
 import dagster as dg
 
-from pipelines.assets.step import sync_step
+from exporters.catalogue import CRITICAL_INFO_LIMIT, CRITICAL_NEW_LIMIT
+from pipelines.assets.step import partition_workspace, sync_step
 from pipelines.backfill.reconstruct import reconstruct
-from pipelines.resources import HistoryResource
-from pipelines.snapshot import CRITICAL_NEW_LIMIT, refresh_snapshot
+from pipelines.partitions import WORKSPACES
+from pipelines.resources import HistoryResource, ScanningServiceResource
+from pipelines.snapshot import refresh_snapshot
 
 
 class SnapshotConfig(dg.Config):
-    path: str = ""  # default: SCANWATCH_SNAPSHOT, else a file beside the database
+    path: str = ""  # default: SCANWATCH_SNAPSHOT, else a folder beside the database
     sla_days: dict[str, int] = {}  # per severity; unnamed ones come from SCANWATCH_SLA_DAYS or 7/30/90/180
-    critical_info_limit: int = 50  # bound on the per-issue info series for open critical issues
+    critical_info_limit: int = CRITICAL_INFO_LIMIT  # per workspace, bound on the info series of open critical issues
     critical_new_limit: int = CRITICAL_NEW_LIMIT  # per workspace, bound on the issues the new-critical alert names
 
 
-@dg.asset(group_name="exporter", kinds={"duckdb", "prometheus"},
+@dg.asset(group_name="exporter", kinds={"duckdb", "prometheus"}, partitions_def=WORKSPACES,
           deps=["account", "projects", "targets", "scans", "issues"], pool="duckdb")
 def metrics_snapshot(
-    context: dg.AssetExecutionContext, config: SnapshotConfig, history: HistoryResource
+    context: dg.AssetExecutionContext, config: SnapshotConfig, history: HistoryResource,
+    scanning_service: ScanningServiceResource,
 ) -> dg.MaterializeResult:
-    """Aggregates of the whole history, computed in DuckDB and written atomically as one JSON file. The
-    exporter serves this file, never the database, so a scrape never waits for a sync and never takes
-    DuckDB's lock. Its run is recorded once the file is in place (a write that fails is recorded as a
-    failure): the file carries this sync's other assets and this asset's previous run.
+    """The workspace's part of the metrics snapshot: its aggregates, computed in DuckDB from its rows only and
+    written atomically as one JSON file. The exporter serves every workspace's part together, never the
+    database, so a scrape never waits for a sync and never takes DuckDB's lock; a workspace's run costs what
+    that workspace holds, whatever the others hold. Its run is recorded once the part is in place (a write
+    that fails is recorded as a failure): the part carries this sync's other assets and this asset's
+    previous run.
 
     At the end of a workspace's first sync it also reconstructs the days before it from the scans and issues
     just read (`scanwatch backfill`), so the history starts with the past the service already held."""
-    with sync_step(context, "metrics_snapshot", history, None) as step, step.db() as conn:
+    with sync_step(context, "metrics_snapshot", history, scanning_service, partition_workspace(context),
+                   reads_service=False) as step, step.db() as conn:
         rebuilt = reconstruct(conn, now=step.now, only_new=True)
         for result in rebuilt:
             context.log.info("reconstructed the past of %s", result.describe())
-        path = refresh_snapshot(conn, path=Path(config.path) if config.path else None, now=step.now,
+        part = refresh_snapshot(conn, workspace_id=step.workspace_id, label=step.label,
+                                path=Path(config.path) if config.path else None, now=step.now,
                                 sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
                                 critical_new_limit=config.critical_new_limit)
-    return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path)),
-                                          "bytes": path.stat().st_size,
+    return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(part.location), "bytes": part.bytes,
+                                          "parts_written": part.parts,
                                           "workspaces_reconstructed": len(rebuilt), **step.metadata})

@@ -17,15 +17,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import dagster as dg
-import duckdb
 
 from pipelines import milestones
 from pipelines.api import PlanRequiredError, ScanningClient
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
-from pipelines.sqlfiles import read_sql
 from pipelines.storage import MergeResult, record_sync_run
 from pipelines.storage.merge import record_api_access_lost
+from pipelines.storage.workspaces import current_workspace
 
 
 @dataclass
@@ -89,11 +88,6 @@ class Progress:
                            stats["waited_seconds"])
 
 
-def current_workspace(conn: duckdb.DuckDBPyConnection, label: str | None) -> str | None:
-    rows = conn.execute(read_sql("sync/current_workspace.sql"), {"label": label}).fetchall()
-    return rows[0][0] if rows else None
-
-
 def sync_deadline(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> float:
     """When this run must be over (Unix seconds): the run's start plus SCANWATCH_SYNC_DEADLINE_SECONDS, so
     every step of a run, under `scanwatch sync` or a schedule, shares one deadline."""
@@ -113,7 +107,8 @@ def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContex
 @contextmanager
 def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: str,
               history: HistoryResource, service: ScanningServiceResource | None,
-              workspace: str | None = None) -> Iterator[Step]:
+              workspace: str | None = None, *, reads_service: bool = True) -> Iterator[Step]:
+    """`reads_service` False: a step of the workspace that never calls the service (the snapshot)."""
     started = datetime.now(UTC)
     label = service.workspace(workspace).label if service is not None else None
     step = Step(client=None, history=history, now=started, workspace=workspace, label=label)
@@ -121,7 +116,7 @@ def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: s
         step.workspace_id = current_workspace(conn, label)
     stats: dict = {}
     try:
-        if service is None:
+        if service is None or not reads_service:
             yield step
         else:
             with service.client(workspace, sync_deadline=sync_deadline(context)) as client:

@@ -1,17 +1,19 @@
--- What SecscanNewCriticalIssue pages on: the `critical_arrivals` view (migration 004 says which critical
--- issues are new, and why a first deployment's backlog is not), bounded for Prometheus.
+-- What SecscanNewCriticalIssue pages on: the part's rows of the `critical_arrivals` view (which says which
+-- critical issues are new, and why a first deployment's backlog is not), bounded for Prometheus.
 --
 -- * only arrivals within the critical SLA window (`sla_policy`): after it, SecscanSlaBreached owns it;
--- * at most $critical_new_limit rows per workspace, newest arrivals first; `workspace_arrivals` is the
---   workspace's full count, so the exporter can say how many were left out;
+-- * at most $critical_new_limit rows, newest arrivals first; `workspace_arrivals` is the workspace's full
+--   count, so the exporter can say how many were left out;
 -- * only the text a page needs: the title on one line, control characters out (200 characters at most) and the location (300);
 --   never explanation, detail or evidence. Times leave as Unix seconds.
 WITH ranked AS (
     SELECT *,
-           row_number() OVER (PARTITION BY workspace_id ORDER BY arrived_at DESC, issue_id) AS rank,
-           count(*) OVER (PARTITION BY workspace_id) AS workspace_arrivals
+           row_number() OVER (ORDER BY arrived_at DESC, issue_id) AS rank,
+           count(*) OVER () AS workspace_arrivals
     FROM critical_arrivals
-    WHERE arrived_at >= $now::TIMESTAMPTZ - to_days((SELECT days FROM sla_policy WHERE severity = 'critical'))
+    WHERE workspace_id = $workspace_id
+      AND epoch(arrived_at) >= epoch(CAST($now AS TIMESTAMPTZ))
+                               - 86400 * (SELECT days FROM sla_policy WHERE severity = 'critical')
 )
 SELECT
     workspace_id,
@@ -34,4 +36,4 @@ SELECT
     workspace_arrivals
 FROM ranked
 WHERE rank <= $critical_new_limit
-ORDER BY workspace_id, arrived_at DESC, issue_id
+ORDER BY arrived_at DESC, issue_id;

@@ -1,17 +1,17 @@
--- The newest open critical issues, capped: only identifiers and bounded attributes, never the title,
--- evidence or location, so the opt-in info series can name an issue without leaking its content.
+-- The part's newest open critical issues (`open_issues_now`), capped: only identifiers and bounded attributes,
+-- never the title, evidence or location, so the opt-in info series can name an issue without leaking its
+-- content.
 SELECT
-    i.workspace_id,
-    i.project_id,
-    coalesce(p.name, p.id) AS project,
-    i.id AS issue_id,
-    i.target_id,
-    i.control_id,
-    i.family,
-    i.confidence,
-    epoch(coalesce(i.first_seen_at, i.first_observed_at)) AS first_seen_at
-FROM issues i
-JOIN projects p ON p.id = i.project_id AND p.removed_at IS NULL
-WHERE i.status = 'open' AND i.hidden_reason IS NULL AND i.severity = 'critical'
-ORDER BY coalesce(i.first_seen_at, i.first_observed_at) DESC, i.id
-LIMIT $critical_limit
+    workspace_id,
+    project_id,
+    project_name AS project,
+    id AS issue_id,
+    target_id,
+    control_id,
+    family,
+    confidence,
+    epoch(coalesce(first_seen_at, first_observed_at)) AS first_seen_at
+FROM open_issues_now
+WHERE workspace_id = $workspace_id AND severity = 'critical'
+ORDER BY coalesce(first_seen_at, first_observed_at) DESC, id
+LIMIT $critical_limit;

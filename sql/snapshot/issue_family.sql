@@ -1,15 +1,19 @@
--- Project x family grid of open issues (families a newer service adds appear as they are seen).
+-- Project x family grid of the part's open issues (`open_issues_now`); families a newer service adds appear as
+-- they are seen.
 WITH families AS (
     SELECT * FROM (VALUES ('database'), ('secrets'), ('exposedFiles'), ('personalData'), ('vulnerableVersions'),
-                          ('configuration'), ('compliance'), ('server'), ('code')) v(family)
-    UNION SELECT DISTINCT family FROM issues WHERE family IS NOT NULL
+                          ('configuration'), ('compliance'), ('server'), ('code')) AS v(family)
+    UNION SELECT DISTINCT family FROM issues WHERE workspace_id = $workspace_id AND family IS NOT NULL
 ),
 counts AS (
-    SELECT project_id, family, count(*) AS n FROM issues WHERE status = 'open' AND hidden_reason IS NULL GROUP BY ALL
+    SELECT project_id, family, count(*) AS n
+    FROM open_issues_now
+    WHERE workspace_id = $workspace_id
+    GROUP BY project_id, family
 )
-SELECT p.workspace_id, p.id AS project_id, coalesce(p.name, p.id) AS project, f.family, coalesce(c.n, 0) AS open
-FROM projects p
-CROSS JOIN families f
-LEFT JOIN counts c ON c.project_id = p.id AND c.family = f.family
-WHERE p.removed_at IS NULL
-ORDER BY p.workspace_id, p.id, f.family
+SELECT l.workspace_id, l.project_id, l.project, f.family, coalesce(c.n, 0) AS open
+FROM project_labels AS l
+CROSS JOIN families AS f
+LEFT JOIN counts AS c ON c.project_id = l.project_id AND c.family = f.family
+WHERE l.workspace_id = $workspace_id AND l.listed
+ORDER BY l.project_id, f.family;

@@ -1,38 +1,37 @@
--- Project x severity grid: open now, ever detected, oldest open age, SLA breached and due soon.
--- "Detected" counts every issue ever seen under the severity it was first seen with (from its
--- opened event when there is one), so the counter never moves down when a severity changes.
--- SLA clocks start at the service's first_seen_at; the policy is `sla_policy` (info issues have none).
-WITH sev AS (
-    SELECT s.severity, p.days::DOUBLE AS sla_days
-    FROM severities s LEFT JOIN sla_policy p ON p.severity = s.severity
-),
-sevs AS (
-    SELECT severity, sla_days FROM sev
+-- Project x severity grid of the part's workspace: open now, ever detected, oldest open age, SLA breached and
+-- due soon. Open issues, their ages and SLA states are the `issue_sla` view's (the SLA rule's one home);
+-- "detected" counts every issue ever seen under the severity it was first seen with (`first_severities`),
+-- so the counter never moves down when a severity changes.
+WITH sevs AS (
+    SELECT s.severity, CAST(p.days AS DOUBLE PRECISION) AS sla_days
+    FROM severities AS s LEFT JOIN sla_policy AS p ON p.severity = s.severity
     UNION ALL
-    SELECT DISTINCT i.severity, NULL FROM issues i
-    WHERE i.severity IS NOT NULL AND i.severity NOT IN (SELECT severity FROM sev)
+    SELECT DISTINCT i.severity, CAST(NULL AS DOUBLE PRECISION)
+    FROM issues AS i
+    WHERE i.workspace_id = $workspace_id AND i.severity IS NOT NULL
+      AND i.severity NOT IN (SELECT severity FROM severities)
 ),
 grid AS (
-    SELECT p.workspace_id, p.id AS project_id, coalesce(p.name, p.id) AS project, s.severity, s.sla_days
-    FROM projects p CROSS JOIN sevs s
-    WHERE p.removed_at IS NULL
-),
-first_sev AS (
-    SELECT issue_id, arg_min(severity, observed_at) AS severity
-    FROM issue_events
-    WHERE event = 'opened' AND severity IS NOT NULL
-    GROUP BY issue_id
+    SELECT l.workspace_id, l.project_id, l.project, s.severity, s.sla_days
+    FROM project_labels AS l CROSS JOIN sevs AS s
+    WHERE l.workspace_id = $workspace_id AND l.listed
 ),
 open_issues AS (
-    SELECT i.project_id, i.severity,
-           epoch($now::TIMESTAMPTZ) - epoch(coalesce(i.first_seen_at, i.first_observed_at)) AS age
-    FROM issues i
-    WHERE i.status = 'open' AND i.hidden_reason IS NULL  -- an issue the service no longer shows is not open
+    SELECT project_id, severity,
+           count(*) AS n,
+           max(epoch(CAST($now AS TIMESTAMPTZ)) - opened_at) AS oldest,
+           count(*) FILTER (WHERE epoch(CAST($now AS TIMESTAMPTZ)) > breach_at) AS breached,
+           count(*) FILTER (WHERE epoch(CAST($now AS TIMESTAMPTZ)) > due_soon_at
+                              AND epoch(CAST($now AS TIMESTAMPTZ)) <= breach_at) AS due_soon
+    FROM issue_sla
+    WHERE workspace_id = $workspace_id
+    GROUP BY project_id, severity
 ),
 detected AS (
-    SELECT i.project_id, coalesce(f.severity, i.severity) AS severity, count(*) AS n
-    FROM issues i LEFT JOIN first_sev f ON f.issue_id = i.id
-    GROUP BY ALL
+    SELECT project_id, severity, count(*) AS n
+    FROM first_severities
+    WHERE workspace_id = $workspace_id
+    GROUP BY project_id, severity
 )
 SELECT
     g.workspace_id,
@@ -40,16 +39,12 @@ SELECT
     g.project,
     g.severity,
     g.sla_days,
-    count(o.age) AS open,
-    coalesce(max(o.age), 0) AS oldest_open_age,
-    count(o.age) FILTER (WHERE g.sla_days IS NOT NULL AND o.age > g.sla_days * 86400) AS sla_breached,
-    count(o.age) FILTER (
-        WHERE g.sla_days IS NOT NULL AND o.age <= g.sla_days * 86400
-          AND o.age > g.sla_days * 86400 * (1 - $due_soon_fraction::DOUBLE)
-    ) AS sla_due_soon,
-    coalesce(any_value(d.n), 0) AS detected
-FROM grid g
-LEFT JOIN open_issues o ON o.project_id = g.project_id AND o.severity = g.severity
-LEFT JOIN detected d ON d.project_id = g.project_id AND d.severity = g.severity
-GROUP BY g.workspace_id, g.project_id, g.project, g.severity, g.sla_days
-ORDER BY g.workspace_id, g.project_id, g.severity
+    coalesce(o.n, 0) AS open,
+    coalesce(o.oldest, 0) AS oldest_open_age,
+    coalesce(o.breached, 0) AS sla_breached,
+    coalesce(o.due_soon, 0) AS sla_due_soon,
+    coalesce(d.n, 0) AS detected
+FROM grid AS g
+LEFT JOIN open_issues AS o ON o.project_id = g.project_id AND o.severity = g.severity
+LEFT JOIN detected AS d ON d.project_id = g.project_id AND d.severity = g.severity
+ORDER BY g.project_id, g.severity;

@@ -1,16 +1,13 @@
--- Pipeline health per workspace and asset, from sync_runs (one row per asset materialization).
--- The totals are sums over the whole table, so they only grow: counters for Prometheus.
--- A run that failed before its workspace's id was known (a refused key on a first sync) counts under the
--- workspace its followed name is bound to, or under that name alone while it has never been read.
+-- Pipeline health of the part's workspace per asset, from sync_runs (one row per asset materialization).
+-- The totals are sums over the whole table, so they only grow: counters for Prometheus. A run that failed
+-- before its workspace's id was known (a refused key on a first sync) carries only the followed name
+-- ($label), and counts here all the same.
 WITH r AS (
-    SELECT s.*, coalesce(s.workspace_id, b.workspace_id) AS resolved_id
-    FROM sync_runs s
-    LEFT JOIN accounts b ON s.workspace_id IS NULL AND b.workspace_label = s.workspace_label
+    SELECT *
+    FROM workspace_runs
+    WHERE workspace_id = $workspace_id OR (workspace_id IS NULL AND workspace_label = $label)
 )
 SELECT
-    r.resolved_id AS workspace_id,
-    coalesce(any_value(a.workspace_label), any_value(a.workspace_name), any_value(r.workspace_label),
-             r.resolved_id, '') AS workspace,
     r.asset,
     epoch(max(r.finished_at) FILTER (WHERE r.status = 'success')) AS last_success,
     epoch(max(coalesce(r.finished_at, r.started_at))) AS last_run,
@@ -26,6 +23,5 @@ SELECT
     arg_max(r.rate_limit_remaining, coalesce(r.finished_at, r.started_at))
         FILTER (WHERE r.rate_limit_remaining IS NOT NULL) AS rate_limit_remaining
 FROM r
-LEFT JOIN accounts a ON a.workspace_id = r.resolved_id
-GROUP BY r.resolved_id, CASE WHEN r.resolved_id IS NULL THEN r.workspace_label END, r.asset
-ORDER BY r.resolved_id NULLS FIRST, workspace, r.asset
+GROUP BY r.asset
+ORDER BY r.asset;

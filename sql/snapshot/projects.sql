@@ -1,13 +1,14 @@
--- Current projects (those the service still lists).
+-- The part's current projects (those the service still lists).
 SELECT
     p.workspace_id,
     p.id AS project_id,
-    coalesce(p.name, p.id) AS project,
+    l.project,
     p.score,
     p.grade,
     p.open_issues,
     p.paused,
     epoch(p.last_scan_at) AS last_scan_at
-FROM projects p
-WHERE p.removed_at IS NULL
-ORDER BY p.workspace_id, p.id
+FROM projects AS p
+JOIN project_labels AS l ON l.project_id = p.id AND l.listed
+WHERE p.workspace_id = $workspace_id
+ORDER BY p.id;

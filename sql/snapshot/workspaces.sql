@@ -1,20 +1,20 @@
--- One row per followed workspace: plan, access, period, credits, project counts, and pipeline freshness.
+-- The part's workspace: plan, access, period, credits, project counts, and pipeline freshness.
 -- last_success is the end of the last sync run in which no asset failed (a run where the account read
--- but the issues failed is not a successful sync); it falls back to runs recorded without a workspace id
--- under the same followed name (a run that failed before the account was read carries only the name).
+-- but the issues failed is not a successful sync), counting the runs recorded before the account was read
+-- under the followed name alone.
 WITH runs AS (
-    SELECT workspace_id, workspace_label, finished_at, status, rate_limit_remaining, service_version
-    FROM sync_runs
+    SELECT run_id, finished_at, status, rate_limit_remaining
+    FROM workspace_runs
+    WHERE workspace_id = $workspace_id OR (workspace_id IS NULL AND workspace_label = $label)
 ),
 good_runs AS (
-    SELECT workspace_id, workspace_label, run_id, max(finished_at) AS finished_at, 'success' AS status
-    FROM sync_runs
-    GROUP BY workspace_id, workspace_label, run_id
+    SELECT run_id, max(finished_at) AS finished_at
+    FROM runs
+    GROUP BY run_id
     HAVING count(*) FILTER (WHERE status <> 'success') = 0
 )
 SELECT
     a.workspace_id,
-    coalesce(a.workspace_label, a.workspace_name, a.workspace_id) AS workspace,
     a.plan,
     a.api_access_allowed,
     epoch(a.trial_ends_at) AS trial_ends_at,
@@ -30,14 +30,8 @@ SELECT
     CAST(a.features AS VARCHAR) AS features,
     a.service_version,
     epoch(a.last_observed_at) AS last_observed_at,
-    epoch(coalesce(
-        (SELECT max(r.finished_at) FROM good_runs r WHERE r.workspace_id = a.workspace_id),
-        (SELECT max(r.finished_at) FROM good_runs r
-          WHERE r.workspace_id IS NULL AND r.workspace_label IS NOT DISTINCT FROM a.workspace_label)
-    )) AS last_success,
-    (SELECT arg_max(r.rate_limit_remaining, r.finished_at) FROM runs r
-      WHERE r.rate_limit_remaining IS NOT NULL AND (r.workspace_id = a.workspace_id OR (
-          r.workspace_id IS NULL AND r.workspace_label IS NOT DISTINCT FROM a.workspace_label))
-    ) AS rate_limit_remaining
-FROM accounts a
-ORDER BY a.workspace_id
+    epoch((SELECT max(finished_at) FROM good_runs)) AS last_success,
+    (SELECT arg_max(rate_limit_remaining, finished_at) FROM runs WHERE rate_limit_remaining IS NOT NULL)
+        AS rate_limit_remaining
+FROM accounts AS a
+WHERE a.workspace_id = $workspace_id;

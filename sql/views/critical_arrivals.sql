@@ -9,7 +9,7 @@
 -- listed again after being set aside returns without an arrival (`visible_again` is not one).
 --
 -- The backlog of a first deployment is not an arrival: events observed at or before the end of the
--- workspace's first successful issues sync (sync_runs) are excluded, and with no such sync nothing is an
+-- workspace's first successful issues sync (`workspace_runs`) are excluded, and with no such sync nothing is an
 -- arrival. Reconstructed history is never in issue_events, and would sit before that baseline anyway.
 CREATE VIEW critical_arrivals AS
 WITH arrival_events AS (
@@ -28,27 +28,24 @@ WITH arrival_events AS (
            AND e.to_value = 'open' AND e.severity = 'critical')
        OR (e.event = 'severity_changed' AND e.to_value = 'critical')
 ),
-latest_at AS (
-    SELECT workspace_id, issue_id, max(observed_at) AS arrived_at
-    FROM arrival_events
-    GROUP BY workspace_id, issue_id
+-- Each CTE is read once, so a reader of one workspace reads only that workspace's events.
+ranked AS (
+    SELECT e.*, max(e.observed_at) OVER (PARTITION BY e.workspace_id, e.issue_id) AS arrived_at
+    FROM arrival_events AS e
 ),
 -- One sync can record several arrival events for one issue (a fixed high found open and critical):
 -- the strongest reason names the change, a severity change still says where it came from.
 latest AS (
-    SELECT e.workspace_id, e.issue_id, e.observed_at AS arrived_at, min(e.kind) AS kind,
-           max(e.from_severity) AS from_severity
-    FROM arrival_events AS e
-    JOIN latest_at AS l
-      ON l.workspace_id = e.workspace_id AND l.issue_id = e.issue_id AND l.arrived_at = e.observed_at
-    GROUP BY e.workspace_id, e.issue_id, e.observed_at
+    SELECT workspace_id, issue_id, arrived_at, min(kind) AS kind, max(from_severity) AS from_severity
+    FROM ranked
+    WHERE observed_at = arrived_at
+    GROUP BY workspace_id, issue_id, arrived_at
 ),
 baseline AS (
-    SELECT w.workspace_id,
-           (SELECT min(r.finished_at) FROM sync_runs AS r
-             WHERE r.asset = 'issues' AND r.status = 'success'
-               AND (r.workspace_id = w.workspace_id OR r.workspace_id IS NULL)) AS baseline_at
-    FROM (SELECT DISTINCT workspace_id FROM latest) AS w
+    SELECT workspace_id, min(finished_at) AS baseline_at
+    FROM workspace_runs
+    WHERE asset = 'issues' AND status = 'success'
+    GROUP BY workspace_id
 )
 SELECT
     l.workspace_id,
@@ -71,7 +68,7 @@ SELECT
     l.arrived_at
 FROM latest AS l
 JOIN baseline AS b ON b.workspace_id = l.workspace_id
-JOIN open_issues_now AS i ON i.id = l.issue_id
+JOIN open_issues_now AS i ON i.workspace_id = l.workspace_id AND i.id = l.issue_id
 WHERE b.baseline_at IS NOT NULL
   AND l.arrived_at > b.baseline_at
   AND i.severity = 'critical';

@@ -4,16 +4,16 @@
 -- backfilled past of the open issues both read it.
 CREATE VIEW first_severities AS
 WITH opened AS (
-    SELECT issue_id, arg_min(severity, observed_at) AS severity
+    SELECT workspace_id, issue_id, arg_min(severity, observed_at) AS severity
     FROM issue_events
     WHERE event = 'opened' AND severity IS NOT NULL
-    GROUP BY issue_id
+    GROUP BY workspace_id, issue_id
 ),
 changed AS (
-    SELECT issue_id, arg_min(from_value, observed_at) AS severity
+    SELECT workspace_id, issue_id, arg_min(from_value, observed_at) AS severity
     FROM issue_events
     WHERE event = 'severity_changed' AND from_value IS NOT NULL
-    GROUP BY issue_id
+    GROUP BY workspace_id, issue_id
 )
 SELECT
     i.workspace_id,
@@ -21,5 +21,6 @@ SELECT
     i.project_id,
     coalesce(o.severity, c.severity, i.severity) AS severity
 FROM issues AS i
-LEFT JOIN opened AS o ON o.issue_id = i.id
-LEFT JOIN changed AS c ON c.issue_id = i.id;
+-- Joined on the workspace too, so a reader of one workspace reads that workspace's events only.
+LEFT JOIN opened AS o ON o.workspace_id = i.workspace_id AND o.issue_id = i.id
+LEFT JOIN changed AS c ON c.workspace_id = i.workspace_id AND c.issue_id = i.id;

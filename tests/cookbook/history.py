@@ -126,6 +126,8 @@ def build(path: Path) -> dt.datetime:
     try:
         migrate(con)
         seen = at(-40)
+        _insert(con, "accounts", ["workspace_id", "workspace_name", "plan", "first_observed_at", "last_observed_at"],
+                [(WS, "Acme Corp", "pro", seen, MIDNIGHT)])
         _insert(
             con,
             "projects",
@@ -177,9 +179,9 @@ def build(path: Path) -> dt.datetime:
         _insert(
             con,
             "sync_runs",
-            ["run_id", "asset", "started_at", "finished_at", "status", "requests", "retries", "rate_limited",
-             "rows_written", "error"],
-            sync_runs(now),
+            ["workspace_id", "run_id", "asset", "started_at", "finished_at", "status", "requests", "retries",
+             "rate_limited", "rows_written", "error"],
+            [(WS, *row) for row in sync_runs(now)],
         )
     finally:
         con.close()

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from exporters.snapshot_format import parse_snapshot
+from exporters.snapshot_format import read_snapshot
 from pipelines import sqlfiles
 from pipelines.read_only import execute_read_only
 from pipelines.snapshot import refresh_snapshot
 from pipelines.storage import connect
+from pipelines.storage.workspaces import current_workspace
 
 
 def _breaches(db: Path, snapshot: Path) -> tuple[Counter, Counter]:
@@ -22,7 +23,7 @@ def _breaches(db: Path, snapshot: Path) -> tuple[Counter, Counter]:
     columns, rows = execute_read_only(db, sqlfiles.cookbook()["sla_breaches"].sql)
     listed = Counter(row[columns.index("severity")] for row in rows)
     counted: Counter = Counter()
-    for row in parse_snapshot(snapshot.read_bytes())["tables"]["issue_severity"]:
+    for row in read_snapshot(snapshot)["tables"]["issue_severity"]:
         counted[row["severity"]] += row["sla_breached"] or 0
     return +listed, +counted
 
@@ -32,7 +33,8 @@ def _sync_snapshot(history_db: Path, tmp_path: Path, name: str) -> tuple[Path, P
     shutil.copy(history_db, db)
     conn = connect(db)
     try:
-        refresh_snapshot(conn, path=tmp_path / f"{name}.json", now=datetime.now(UTC))
+        refresh_snapshot(conn, workspace_id=current_workspace(conn, None), label=None, path=tmp_path / f"{name}.json",
+                         now=datetime.now(UTC))
     finally:
         conn.close()
     return db, tmp_path / f"{name}.json"
@@ -65,7 +67,7 @@ def test_time_to_fix_counts_the_same_issues_in_the_cookbook_and_the_metrics(hist
     columns, rows = execute_read_only(db, sqlfiles.cookbook()["time_to_fix_by_severity"].sql)
     listed = {row[columns.index("severity")]: row[columns.index("fixed_issues")] for row in rows}
     counted: Counter = Counter()
-    for row in parse_snapshot(snapshot.read_bytes())["tables"]["time_to_fix"]:
+    for row in read_snapshot(snapshot)["tables"]["time_to_fix"]:
         counted[row["severity"]] += row["count"]
     assert listed == dict(+counted)
     columns, rows = execute_read_only(db, sqlfiles.cookbook()["time_to_fix_by_project"].sql)

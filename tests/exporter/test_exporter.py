@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporters.collector import SecscanCollector
 from exporters.exposition import Exposition
 from exporters.server import build_registry, serve
+from exporters.snapshot_store import WHOLE
 from exporters.source import SnapshotSource
 from pipelines.snapshot import write_snapshot
 from tests.prometheus.tools import free_port, require
@@ -178,7 +179,7 @@ def test_missing_then_corrupt_snapshot_serves_last_good_data(snap_path, snapshot
     snap_path.unlink()
     s = samples(generate_latest(reg).decode())
     assert value(s, "secscan_snapshot_readable") == 0 and value(s, "secscan_project_score", project_id="p1") == 72
-    write_snapshot({**snapshot, "schema": 2}, snap_path)
+    write_snapshot({**snapshot, "schema": 3}, snap_path)
     assert value(samples(generate_latest(reg).decode()), "secscan_snapshot_readable") == 0
     changed = json.loads(json.dumps(snapshot))
     changed["tables"]["projects"][0]["score"] = 55
@@ -191,7 +192,7 @@ def test_file_is_parsed_only_when_it_changes(snap_path, snapshot):
     source = SnapshotSource(snap_path)
     first = source.get()
     for _ in range(5):
-        assert source.get().doc is first.doc
+        assert source.get().parts[WHOLE].doc is first.parts[WHOLE].doc
     assert source.get().loads == 1
     write_snapshot({**snapshot, "generated_at_seconds": 1.0}, snap_path)
     assert source.get().loads == 2 and source.get().doc["generated_at_seconds"] == 1.0

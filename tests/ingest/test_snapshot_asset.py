@@ -23,4 +23,5 @@ def test_a_snapshot_that_cannot_be_written_is_recorded_as_a_failure(
 def test_a_written_snapshot_is_recorded_as_a_success(env: Path) -> None:
     assert run_sync().success
     assert query(env, "SELECT status FROM sync_runs WHERE asset = 'metrics_snapshot'") == [("success",)]
-    assert (env.parent / "scanwatch-metrics.json").is_file()
+    folder = env.parent / "scanwatch-metrics.json"  # one part per workspace in the folder the setting names
+    assert folder.is_dir() and [p.suffix for p in folder.iterdir()] == [".json"]
