@@ -3,13 +3,14 @@
 --   them in the application reveals the details (and allows full audits).
 SELECT
     t.hidden_issues,
-    p.name AS project,
+    l.workspace,
+    l.project,
     t.address,
     t.kind,
     t.last_scan_at,
     t.first_observed_at AS watched_since,
     t.id AS target_id
 FROM targets AS t
-LEFT JOIN projects AS p ON p.id = t.project_id
+LEFT JOIN project_labels AS l ON l.project_id = t.project_id
 WHERE NOT coalesce(t.verified, FALSE) AND t.removed_at IS NULL
-ORDER BY coalesce(t.hidden_issues, 0) DESC, project, t.address;
+ORDER BY coalesce(t.hidden_issues, 0) DESC, l.workspace, l.project, t.address;

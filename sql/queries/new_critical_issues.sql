@@ -4,6 +4,7 @@ SELECT
     a.arrived_at,
     a.change,
     a.from_severity,
+    w.workspace,
     a.project,
     a.address,
     a.title,
@@ -15,4 +16,5 @@ SELECT
     a.issue_id
 FROM critical_arrivals AS a
 JOIN issues AS i ON i.id = a.issue_id
+LEFT JOIN workspace_labels AS w ON w.workspace_id = a.workspace_id
 ORDER BY a.arrived_at DESC, a.issue_id;

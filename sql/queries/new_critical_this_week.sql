@@ -3,13 +3,14 @@
 SELECT
     i.first_seen_at,
     i.status,
-    p.name AS project,
+    l.workspace,
+    l.project,
     i.address,
     i.control_id,
     i.family,
     i.title,
     i.id AS issue_id
 FROM issues AS i
-LEFT JOIN projects AS p ON p.id = i.project_id
-WHERE i.severity = 'critical' AND i.first_seen_at >= now() - INTERVAL 7 DAY
+LEFT JOIN project_labels AS l ON l.project_id = i.project_id
+WHERE i.severity = 'critical' AND i.first_seen_at >= now() - INTERVAL '7 days'
 ORDER BY i.first_seen_at DESC, i.id;

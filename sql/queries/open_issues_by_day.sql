@@ -1,6 +1,6 @@
 -- name: open_issues_by_day
--- description: Open issues at the end of each UTC day by severity, from first_seen_at, fixed_at and issue_events;
---   days before the first sync from the reconstruction (column source).
+-- description: Open issues at the end of each UTC day per workspace and severity, from first_seen_at, fixed_at and
+--   issue_events; days before the workspace's first sync from the reconstruction (column source).
 --
 -- An issue counts on a day when it was first seen before the day ended and its status at the end of the day
 -- was `open`. The status at a moment is the latest status event before it; before an issue's first status
@@ -10,9 +10,10 @@
 -- as the time of the fix event it belongs to. Severity follows severity_changed events the same way.
 -- An issue the service stopped showing (hidden: site unproved, target or project removed) leaves the count at
 -- its `hidden` event and comes back at its `visible_again` event.
--- The series runs from the first first_seen_at to today (or to the latest change, if the service's clock
--- is ahead of ours), so the last row agrees with the issues whose status is `open` now. The work grows
--- with issues and changes, not with issues times days.
+-- Each workspace's series runs from its first first_seen_at to today (or to the latest change, if the service's
+-- clock is ahead of ours), so its last row agrees with the issues whose status is `open` now. The work grows
+-- with issues and changes, not with issues times days. The state at a moment is the latest change before it,
+-- carried forward over each issue's moments (a running count of changes numbers the stretch each one holds).
 WITH status_changes AS (
     SELECT
         issue_id,
@@ -66,12 +67,14 @@ severity_events AS (
     WHERE event = 'severity_changed'
 ),
 visibility_events AS (
-    SELECT issue_id, timezone('UTC', observed_at) AS changed_at, event = 'visible_again' AS visible
+    SELECT issue_id, timezone('UTC', observed_at) AS changed_at, event = 'visible_again' AS visible,
+           row_number() OVER (PARTITION BY issue_id ORDER BY observed_at) AS n
     FROM issue_events
     WHERE event IN ('hidden', 'visible_again')
 ),
 issue_base AS (
     SELECT
+        workspace_id,
         id,
         status,
         severity,
@@ -88,89 +91,128 @@ points AS (
     UNION SELECT issue_id, changed_at FROM severity_events
     UNION SELECT issue_id, changed_at FROM visibility_events
 ),
+-- What changed at each moment (the latest change of a kind when a moment holds several) ...
+marks AS (
+    SELECT
+        pt.id,
+        pt.p,
+        s.to_value AS status_to,
+        v.to_value AS severity_to,
+        h.visible AS visible_to,
+        count(s.to_value) OVER w AS status_stretch,
+        count(v.to_value) OVER w AS severity_stretch,
+        count(h.visible) OVER w AS visible_stretch
+    FROM points AS pt
+    LEFT JOIN (SELECT issue_id, changed_at, arg_max(to_value, n) AS to_value FROM status_events
+               GROUP BY issue_id, changed_at) AS s ON s.issue_id = pt.id AND s.changed_at = pt.p
+    LEFT JOIN (SELECT issue_id, changed_at, arg_max(to_value, n) AS to_value FROM severity_events
+               GROUP BY issue_id, changed_at) AS v ON v.issue_id = pt.id AND v.changed_at = pt.p
+    LEFT JOIN (SELECT issue_id, changed_at, arg_max(visible, n) AS visible FROM visibility_events
+               GROUP BY issue_id, changed_at) AS h ON h.issue_id = pt.id AND h.changed_at = pt.p
+    WINDOW w AS (PARTITION BY pt.id ORDER BY pt.p ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+),
+-- ... carried forward to the moments after it, up to the next change of that kind.
+carried AS (
+    SELECT
+        id,
+        p,
+        max(status_to) OVER (PARTITION BY id, status_stretch) AS status_now,
+        max(severity_to) OVER (PARTITION BY id, severity_stretch) AS severity_now,
+        bool_or(visible_to) OVER (PARTITION BY id, visible_stretch) AS visible_now
+    FROM marks
+),
 states AS (
     SELECT
-        pt.p,
-        lead(pt.p) OVER (PARTITION BY pt.id ORDER BY pt.p) AS next_p,
+        b.workspace_id,
+        c.p,
+        lead(c.p) OVER (PARTITION BY c.id ORDER BY c.p) AS next_p,
         coalesce(
-            s.to_value,
+            c.status_now,
             first_status.from_value,
-            CASE WHEN b.status = 'fixed' AND b.fixed_at > pt.p THEN 'open' ELSE b.status END
+            CASE WHEN b.status = 'fixed' AND b.fixed_at > c.p THEN 'open' ELSE b.status END
         ) AS status_then,
-        coalesce(v.to_value, first_severity.from_value, b.severity) AS severity_then,
-        coalesce(h.visible, TRUE) AS visible_then
-    FROM points AS pt
-    JOIN issue_base AS b ON b.id = pt.id AND pt.p >= b.first_seen
-    ASOF LEFT JOIN status_events AS s ON s.issue_id = pt.id AND pt.p >= s.changed_at
-    ASOF LEFT JOIN severity_events AS v ON v.issue_id = pt.id AND pt.p >= v.changed_at
-    ASOF LEFT JOIN visibility_events AS h ON h.issue_id = pt.id AND pt.p >= h.changed_at
-    LEFT JOIN status_events AS first_status ON first_status.issue_id = pt.id AND first_status.n = 1
-    LEFT JOIN severity_events AS first_severity ON first_severity.issue_id = pt.id AND first_severity.n = 1
+        coalesce(c.severity_now, first_severity.from_value, b.severity) AS severity_then,
+        coalesce(c.visible_now, TRUE) AS visible_then
+    FROM carried AS c
+    JOIN issue_base AS b ON b.id = c.id AND c.p >= b.first_seen
+    LEFT JOIN status_events AS first_status ON first_status.issue_id = c.id AND first_status.n = 1
+    LEFT JOIN severity_events AS first_severity ON first_severity.issue_id = c.id AND first_severity.n = 1
 ),
 -- A state held over (p, next_p] is the state at the end of days date(p) up to the day before date(next_p):
 -- count it in with +1 on the first and out with -1 on the day after the last, then add up day by day.
 deltas AS (
-    SELECT CAST(p AS DATE) AS day, severity_then AS severity, 1 AS delta FROM states
+    SELECT workspace_id, CAST(p AS DATE) AS day, severity_then AS severity, 1 AS delta FROM states
     WHERE status_then = 'open' AND visible_then
     UNION ALL
-    SELECT CAST(next_p AS DATE), severity_then, -1 FROM states
+    SELECT workspace_id, CAST(next_p AS DATE), severity_then, -1 FROM states
     WHERE status_then = 'open' AND visible_then AND next_p IS NOT NULL
 ),
 daily AS (
-    SELECT day, severity, sum(delta) AS delta FROM deltas GROUP BY day, severity
+    SELECT workspace_id, day, severity, sum(delta) AS delta FROM deltas GROUP BY workspace_id, day, severity
+),
+spans AS (
+    SELECT b.workspace_id, CAST(min(pt.p) AS DATE) AS first_day,
+           -- Today, or later if the service's clock runs ahead of ours: the last row is always the state now.
+           CAST(greatest(timezone('UTC', now()), max(pt.p)) AS DATE) AS last_day
+    FROM points AS pt
+    JOIN issue_base AS b ON b.id = pt.id
+    GROUP BY b.workspace_id
 ),
 days AS (
-    SELECT CAST(d AS DATE) AS day
+    SELECT s.workspace_id, CAST(d.d AS DATE) AS day
     FROM generate_series(
-        (SELECT CAST(min(p) AS DATE) FROM points),
-        -- Today, or later if the service's clock runs ahead of ours: the last row is always the state now.
-        (SELECT CAST(greatest(timezone('UTC', now()), max(p)) AS DATE) FROM points),
-        INTERVAL 1 DAY
-    ) AS t(d)
-),
-first_sync AS (
-    SELECT min(first_observed_day) AS first_day, max(first_observed_day) AS last_day FROM first_observations
+        CAST((SELECT min(first_day) FROM spans) AS TIMESTAMP),
+        CAST((SELECT max(last_day) FROM spans) AS TIMESTAMP),
+        INTERVAL '1 day'
+    ) AS d(d)
+    JOIN spans AS s ON CAST(d.d AS DATE) BETWEEN s.first_day AND s.last_day
 ),
 -- Every severity of the vocabulary, and any other the service sent (it still counts in the total).
 severity_names AS (
     SELECT severity FROM severities UNION SELECT severity FROM deltas
 ),
 observed AS (
-    SELECT d.day, s.severity, sum(coalesce(x.delta, 0)) OVER (PARTITION BY s.severity ORDER BY d.day) AS issues
+    SELECT d.workspace_id, d.day, s.severity,
+           sum(coalesce(x.delta, 0)) OVER (PARTITION BY d.workspace_id, s.severity ORDER BY d.day) AS issues
     FROM days AS d
     CROSS JOIN severity_names AS s
-    LEFT JOIN daily AS x ON x.day = d.day AND x.severity = s.severity
+    LEFT JOIN daily AS x ON x.workspace_id = d.workspace_id AND x.day = d.day AND x.severity = s.severity
 ),
--- Before the first sync: the reconstruction (`scanwatch backfill`), never an observation.
+-- Before the workspace's first sync: the reconstruction (`scanwatch backfill`), never an observation.
 reconstructed AS (
-    SELECT r.day, r.severity, sum(r.open_issues) AS issues
+    SELECT r.workspace_id, r.day, r.severity, sum(r.open_issues) AS issues
     FROM reconstructed_open_issues AS r
     JOIN first_observations AS f ON f.workspace_id = r.workspace_id AND r.day < f.first_observed_day
-    WHERE r.day < (SELECT first_day FROM first_sync)
-    GROUP BY r.day, r.severity
+    GROUP BY r.workspace_id, r.day, r.severity
 ),
 by_source AS (
-    SELECT day, 'reconstructed' AS source, severity, issues FROM reconstructed
+    SELECT workspace_id, day, 'reconstructed' AS source, severity, issues FROM reconstructed
     UNION ALL
     SELECT
+        o.workspace_id,
         o.day,
-        CASE
-            WHEN f.first_day IS NULL OR o.day >= f.last_day THEN 'observed'
-            WHEN o.day < f.first_day THEN 'reconstructed'  -- a history never backfilled: rebuilt here alike
-            ELSE 'partly reconstructed'
-        END,
+        -- a history never backfilled: the days before the first sync are rebuilt here alike
+        CASE WHEN o.day < f.first_observed_day THEN 'reconstructed' ELSE 'observed' END,
         o.severity,
         o.issues
-    FROM observed AS o, first_sync AS f
-    WHERE f.first_day IS NULL OR o.day >= f.first_day
-       OR NOT EXISTS (SELECT 1 FROM reconstructed)
+    FROM observed AS o
+    LEFT JOIN first_observations AS f ON f.workspace_id = o.workspace_id
+    WHERE f.first_observed_day IS NULL OR o.day >= f.first_observed_day
+       OR NOT EXISTS (SELECT 1 FROM reconstructed AS r WHERE r.workspace_id = o.workspace_id)
+),
+labelled AS (
+    SELECT b.day, w.workspace, b.workspace_id, b.source, b.severity, b.issues,
+           CAST(sum(b.issues) OVER (PARTITION BY b.workspace_id, b.day, b.source) AS BIGINT) AS total
+    FROM by_source AS b
+    LEFT JOIN workspace_labels AS w ON w.workspace_id = b.workspace_id
 )
--- One column per severity, worst first, as the `severities` table lists them (pipelines/vocabulary.py).
-SELECT day, source, * EXCLUDE (day, source, total), total
+-- One column per severity, worst first, as the `severities` table lists them (pipelines/vocabulary.py): the
+-- one statement here the PostgreSQL engine cannot run as it is (DuckDB's PIVOT makes the columns).
+SELECT day, workspace, source, * EXCLUDE (day, workspace, workspace_id, source, total), total
 FROM (
-    PIVOT (SELECT *, CAST(sum(issues) OVER (PARTITION BY day, source) AS BIGINT) AS total FROM by_source)
+    PIVOT labelled
     ON severity IN (SELECT severity FROM severities ORDER BY rank)
     USING CAST(coalesce(sum(issues), 0) AS BIGINT)
-    GROUP BY day, source, total
+    GROUP BY day, workspace, workspace_id, source, total
 )
-ORDER BY day;
+ORDER BY workspace, workspace_id, day;

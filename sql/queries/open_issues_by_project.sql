@@ -1,30 +1,38 @@
 -- name: open_issues_by_project
--- description: Open issues now per project and severity, with the project's current score and grade.
+-- description: Open issues now per project and severity, with the project's workspace, current score and grade.
 --
--- One column per severity, worst first, as the `severities` table lists them (pipelines/vocabulary.py).
--- Projects with the most of the worst come first.
-WITH open_issues AS (
-    SELECT p.id AS project_id, p.name AS project, p.score, p.grade, i.id AS issue_id, i.severity
-    FROM projects AS p
-    LEFT JOIN issues AS i ON i.project_id = p.id AND i.status = 'open' AND i.hidden_reason IS NULL
-    WHERE p.removed_at IS NULL
+-- Open issues are `open_issues_now`'s. One column per severity, worst first, as the `severities` table lists
+-- them (pipelines/vocabulary.py). Projects with the most of the worst come first.
+WITH listed AS (
+    SELECT l.workspace, l.project_id, l.project, p.score, p.grade
+    FROM project_labels AS l
+    JOIN projects AS p ON p.id = l.project_id
+    WHERE l.listed
+),
+open_issues AS (
+    SELECT p.*, o.id AS issue_id, o.severity
+    FROM listed AS p
+    LEFT JOIN open_issues_now AS o ON o.project_id = p.project_id
 ),
 counts AS (
-    SELECT project_id, severity, count(issue_id) AS issues FROM open_issues GROUP BY ALL
+    SELECT project_id, severity, count(issue_id) AS issues FROM open_issues GROUP BY project_id, severity
 ),
--- The sort key: the counts worst severity first, compared as a list.
+-- The sort key: the counts worst severity first, each padded to the same width, so text order is count order.
 per_project AS (
-    SELECT t.project_id, t.total, list(coalesce(c.issues, 0) ORDER BY s.rank) AS worst_first
+    SELECT t.project_id, t.total,
+           string_agg(lpad(CAST(coalesce(c.issues, 0) AS VARCHAR), 12, '0'), ',' ORDER BY s.rank) AS worst_first
     FROM (SELECT project_id, count(issue_id) AS total FROM open_issues GROUP BY project_id) AS t
-    LEFT JOIN severities AS s ON TRUE
+    CROSS JOIN severities AS s
     LEFT JOIN counts AS c ON c.project_id = t.project_id AND c.severity = s.severity
     GROUP BY t.project_id, t.total
 )
-SELECT project, score, grade, * EXCLUDE (project, score, grade, total, project_id, worst_first), total, project_id
+-- DuckDB's PIVOT makes the severity columns: the one statement here the PostgreSQL engine cannot run as it is.
+SELECT workspace, project, score, grade,
+       * EXCLUDE (workspace, project, score, grade, total, project_id, worst_first), total, project_id
 FROM (
     PIVOT (SELECT o.*, t.total, t.worst_first FROM open_issues AS o JOIN per_project AS t USING (project_id))
     ON severity IN (SELECT severity FROM severities ORDER BY rank)
     USING count(issue_id)
-    GROUP BY project, score, grade, total, project_id, worst_first
+    GROUP BY workspace, project, score, grade, total, project_id, worst_first
 )
-ORDER BY worst_first DESC, total DESC, project, project_id;
+ORDER BY worst_first DESC, total DESC, workspace, project, project_id;

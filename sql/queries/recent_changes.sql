@@ -7,13 +7,14 @@ SELECT
     e.from_value,
     e.to_value,
     e.severity,
-    p.name AS project,
+    l.workspace,
+    l.project,
     i.address,
     i.control_id,
     i.title,
     e.issue_id
 FROM issue_events AS e
 LEFT JOIN issues AS i ON i.id = e.issue_id
-LEFT JOIN projects AS p ON p.id = e.project_id
-WHERE e.observed_at >= now() - INTERVAL 7 DAY
+LEFT JOIN project_labels AS l ON l.project_id = e.project_id
+WHERE e.observed_at >= now() - INTERVAL '7 days'
 ORDER BY e.observed_at DESC, e.issue_id, e.event;

@@ -1,18 +1,28 @@
 -- name: sync_health
--- description: Per ingestion asset: how its last run went, when it last succeeded, and failures in the last 24 hours.
-WITH ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY asset ORDER BY started_at DESC) AS n
-    FROM sync_runs
+-- description: Per workspace and ingestion asset: how its last run went, when it last succeeded, and failures in
+--   the last 24 hours; failing ones first.
+-- Runs are the `workspace_runs` view's: a run that failed before its workspace was read counts under the
+-- workspace its followed name is bound to (or that name alone), so one workspace's success never hides another's
+-- failure.
+WITH runs AS (
+    SELECT *, coalesce(workspace_id, workspace_label) AS workspace_key
+    FROM workspace_runs
+),
+ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY workspace_key, asset ORDER BY started_at DESC) AS n
+    FROM runs
 ),
 summary AS (
     SELECT
+        workspace_key,
         asset,
         max(finished_at) FILTER (WHERE status = 'success') AS last_success_at,
-        count(*) FILTER (WHERE status = 'failure' AND started_at >= now() - INTERVAL 24 HOUR) AS failures_24h
-    FROM sync_runs
-    GROUP BY asset
+        count(*) FILTER (WHERE status = 'failure' AND started_at >= now() - INTERVAL '24 hours') AS failures_24h
+    FROM runs
+    GROUP BY workspace_key, asset
 )
 SELECT
+    r.workspace,
     r.asset,
     r.status AS last_status,
     r.started_at AS last_started_at,
@@ -26,6 +36,6 @@ SELECT
     r.rows_written,
     r.error AS last_error
 FROM ranked AS r
-JOIN summary AS s USING (asset)
+JOIN summary AS s ON s.workspace_key IS NOT DISTINCT FROM r.workspace_key AND s.asset = r.asset
 WHERE r.n = 1
-ORDER BY (r.status = 'success'), r.asset;
+ORDER BY r.status = 'success', r.workspace, r.asset;

@@ -1,12 +1,12 @@
 -- name: target_score_history
 -- description: Each target's score per UTC day (last, lowest, highest; open and hidden issues), and before the
 --   first sync from its finished scans (column source).
--- The days are the `score_days` view's (migration 010), which the project history reads too.
+-- The days are the `score_days` view's, which the project history reads too.
 SELECT
-    h.day, p.name AS project, t.address, t.kind, h.score, h.grade, h.min_score, h.max_score, h.open_issues,
+    h.day, l.workspace, l.project, t.address, t.kind, h.score, h.grade, h.min_score, h.max_score, h.open_issues,
     h.hidden_issues, h.target_id, h.source
 FROM score_days AS h
-LEFT JOIN projects AS p ON p.id = h.project_id
+LEFT JOIN project_labels AS l ON l.project_id = h.project_id
 LEFT JOIN targets AS t ON t.id = h.target_id
 WHERE h.target_id IS NOT NULL
-ORDER BY project, address, h.target_id, h.day;
+ORDER BY l.workspace, l.project, t.address, h.target_id, h.day;

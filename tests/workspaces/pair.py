@@ -1,0 +1,59 @@
+"""The demo's two workspaces, followed under names that differ from the service's ("Acme Corp" as `acme`,
+"Pro Workspace 2" as `globex`), beside a third whose key the service refuses (`initech`): one real
+`scanwatch sync` of the three against the simulator over HTTP, as `scanwatch simulator --workspaces 2` and the
+demo's workspaces file make them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from simulator.testing import SimConfig, serve_simulator
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMES = ("acme", "globex")  # followed and synced; `initech` fails in its account step
+FILE = """workspaces:
+  - name: acme
+    api_key_env: SCANWATCH_KEY_ACME
+  - name: globex
+    api_key_env: SCANWATCH_KEY_GLOBEX
+  - name: initech
+    api_key_env: SCANWATCH_KEY_INITECH
+"""
+
+
+@dataclass
+class Pair:
+    sim: object
+    env: dict[str, str]
+    db: Path
+    snapshot: Path
+    sync: subprocess.CompletedProcess
+    service_names: dict[str, str]  # followed name -> the service's workspace name
+
+    def cli(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], env=self.env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=timeout)
+
+
+@contextmanager
+def synced_pair(tmp: Path, seed: int = 7) -> Iterator[Pair]:
+    with serve_simulator(SimConfig(seed=seed, scale="small", clock="driven", control=True, rate_limit=100000,
+                                   pro_workspaces=2)) as sim:
+        (tmp / "workspaces.yml").write_text(FILE)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_") and k != "DAGSTER_HOME"}
+        env.update({
+            "SCANWATCH_WORKSPACES_FILE": str(tmp / "workspaces.yml"), "SCANWATCH_BASE_URL": sim.base_url,
+            "SCANWATCH_KEY_ACME": sim.keys["pro"], "SCANWATCH_KEY_GLOBEX": sim.keys["pro_2"],
+            "SCANWATCH_KEY_INITECH": sim.keys["revoked"],
+            "SCANWATCH_DB": str(tmp / "history.duckdb"), "SCANWATCH_SNAPSHOT": str(tmp / "scanwatch-metrics.json"),
+        })
+        pair = Pair(sim, env, tmp / "history.duckdb", tmp / "scanwatch-metrics.json", None,  # type: ignore[arg-type]
+                    {"acme": "Acme Corp", "globex": "Pro Workspace 2"})
+        pair.sync = pair.cli("sync", "--quiet")
+        yield pair
