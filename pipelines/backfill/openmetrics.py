@@ -8,28 +8,67 @@ ever held in memory, whatever the length of the history.
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from exporters.families import PROJECT, TARGET, WS
+from exporters.catalogue import RULE_SERIES, past_series
 
-# The families /metrics serves that the past can be rebuilt for, with the exporter's own labels.
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "secscan_project_score": tuple(PROJECT),
-    "secscan_target_score": tuple(TARGET),
-    "secscan_issues_open": (*PROJECT, "severity"),
-    "secscan_quota_limit": (*WS, "quota"),
-    "secscan_quota_used": (*WS, "quota"),
-    "secscan_quota_remaining": (*WS, "quota"),
-}
-# Recording rules whose past comes straight from the history, since the counters they read have none. Their
-# rules sum every other label away, so they carry no job or instance either.
-RULE_FAMILIES: dict[str, tuple[str, ...]] = {
-    "secscan:issues_opened:increase1d": (*WS, "severity"),
-    "secscan:issues_fixed:increase1d": (*WS, "severity"),
-}
+# The families /metrics serves that the past can be rebuilt for, with the exporter's own labels (the catalogue's).
+FAMILIES: dict[str, tuple[str, ...]] = {s.name: s.labels for s in past_series()}
+HELP: dict[str, str] = {s.name: s.help for s in past_series()}
+_INCREASE = re.compile(r"^\s*sum\s+by\s*\(([^)]*)\)\s*\(\s*increase\(\s*(\w+)\s*\[(\w+)\]\s*\)\s*\)\s*$")
+_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
+_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+@dataclass(frozen=True)
+class RulePast:
+    """A recording rule whose past comes straight from the history, as its rule defines it: `sum by (labels)
+    (increase(counter[window]))`. The rule file is its one home; the backfill reads its window and labels."""
+
+    record: str
+    labels: tuple[str, ...]
+    window_seconds: int
+    source: str  # the column of prometheus_series.sql that counts its counter's events
+
+
+def rule_pasts(rules: Iterable[tuple[str, str, dict]] | None = None) -> dict[str, RulePast]:
+    """The catalogue's rule series, read from the shipped recording rules (or `rules`: (record, expr, labels))."""
+    if rules is None:
+        from pipelines.backfill.tsdb import recording_rules
+        from pipelines.commands.demo_files import rule_files
+
+        rules = recording_rules(rule_files())
+    exprs = {record: expr for record, expr, _ in rules}
+    found = {}
+    for series in RULE_SERIES:
+        match = _INCREASE.match(exprs.get(series.record, ""))
+        if match is None or match.group(2) != f"{series.counter}_total":
+            raise ValueError(f"recording rule {series.record} is not sum by (...) (increase({series.counter}_total"
+                             f"[window])) in the shipped rules: the backfill cannot write its past")
+        window = sum(int(n) * _SECONDS[unit] for n, unit in _DURATION.findall(match.group(3)))
+        labels = tuple(label.strip() for label in match.group(1).split(",") if label.strip())
+        found[series.record] = RulePast(series.record, labels, int(window), series.source)
+    if len({p.window_seconds for p in found.values()}) > 1:
+        raise ValueError("the recording rules the backfill writes must share one increase() window")
+    return found
+
+
+def __getattr__(name: str) -> object:
+    if name == "RULE_FAMILIES":  # the rule series and their labels, as the shipped rules define them
+        return {p.record: p.labels for p in rule_pasts().values()}
+    raise AttributeError(name)
+
+
+def series_parameters(workspace_id: str, pasts: Mapping[str, RulePast] | None = None) -> dict[str, object]:
+    """The parameters of sql/backfill/prometheus_series.sql for one workspace."""
+    pasts = rule_pasts() if pasts is None else pasts
+    return {"workspace_id": workspace_id,
+            "window_seconds": next(iter(pasts.values())).window_seconds if pasts else 86400}
 
 
 def escape(value: str) -> str:
@@ -51,13 +90,16 @@ class Spool:
         self.folder = folder
         self.files: dict[str, IO[str]] = {}
         self.types: dict[str, str] = {}
+        self.helps: dict[str, str] = {}
         self.samples = 0
 
-    def write(self, name: str, kind: str, lines: Iterable[str]) -> None:
+    def write(self, name: str, kind: str, lines: Iterable[str], help_text: str | None = None) -> None:
         fh = self.files.get(name)
         if fh is None:
             fh = self.files[name] = open(self.folder / f"{name.replace(':', '_')}.part", "w", encoding="utf-8")  # noqa: SIM115
             self.types[name] = kind
+            if help_text:
+                self.helps[name] = help_text
         for line in lines:
             fh.write(line)
             self.samples += 1
@@ -66,6 +108,8 @@ class Spool:
         with open(path, "w", encoding="utf-8") as out:
             for name, fh in self.files.items():
                 fh.close()
+                if name in self.helps:
+                    out.write(f"# HELP {name} {escape(self.helps[name])}\n")
                 out.write(f"# TYPE {name} {self.types[name]}\n")
                 with open(fh.name, encoding="utf-8") as part:
                     shutil.copyfileobj(part, out)
@@ -81,17 +125,23 @@ class Spool:
         self.files.clear()
 
 
-def spool_rows(spool: Spool, columns: Sequence[str], rows: Iterable[Sequence], extra: Mapping[str, str]) -> None:
-    """Rows of `prometheus_series.sql` into the spool, with the scrape's own labels (job, instance) added."""
+def spool_rows(spool: Spool, columns: Sequence[str], rows: Iterable[Sequence], extra: Mapping[str, str],
+               pasts: Mapping[str, RulePast] | None = None) -> None:
+    """Rows of `prometheus_series.sql` into the spool, with the scrape's own labels (job, instance) added to
+    /metrics' series; the rule series' rows (their `metric` is the rule's source column) carry the rule's
+    labels only, since their rule sums every other label away."""
+    pasts = rule_pasts() if pasts is None else pasts
+    by_source = {p.source: p for p in pasts.values()}
     index = {c: i for i, c in enumerate(columns)}
     by_family: dict[str, list[str]] = {}
     for row in rows:
-        name = row[index["metric"]]
-        names = FAMILIES.get(name) or RULE_FAMILIES[name]
+        metric = row[index["metric"]]
+        rule = by_source.get(metric)
+        name, names = (rule.record, rule.labels) if rule else (metric, FAMILIES[metric])
         labels = {label: "" if row[index[label]] is None else str(row[index[label]]) for label in names}
-        if name in FAMILIES:
+        if rule is None:
             labels.update(extra)
         by_family.setdefault(name, []).append(sample_line(name, labels, float(row[index["ts"]]),
                                                           float(row[index["value"]])))
     for name, lines in by_family.items():
-        spool.write(name, "gauge", lines)
+        spool.write(name, "gauge", lines, HELP.get(name))

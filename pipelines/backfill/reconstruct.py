@@ -52,7 +52,6 @@ def prepare(conn: duckdb.DuckDBPyConnection, workspace_id: str) -> None:
     ws = {"workspace_id": workspace_id}
     _stage(conn, "issue_changes", ws)
     _stage(conn, "open_running")
-    _stage(conn, "arrivals_running")
     _stage(conn, "open_cells", {"severities": list(SEVERITIES)})
     _stage(conn, "target_scans", ws)
     set_instants(conn, datetime(1970, 1, 1, tzinfo=UTC), datetime(1970, 1, 1, tzinfo=UTC), DAY)

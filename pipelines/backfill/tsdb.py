@@ -32,7 +32,7 @@ from pathlib import Path
 import duckdb
 
 from pipelines.backfill import reconstruct as rc
-from pipelines.backfill.openmetrics import Spool, sample_line, spool_rows
+from pipelines.backfill.openmetrics import Spool, rule_pasts, sample_line, series_parameters, spool_rows
 from pipelines.sqlfiles import read_sql
 
 # promtool cuts blocks at this size (a hidden flag of 2.42): a year of days is a few blocks, not 365.
@@ -83,6 +83,7 @@ def write_series(conn: duckdb.DuckDBPyConnection, plan: Plan, path: Path) -> Out
     steps_per_chunk = max(168, math.ceil(timedelta(days=1) / plan.step))
     spool = Spool(path.parent)
     series_sql = read_sql("backfill/prometheus_series.sql")
+    pasts = rule_pasts()
     try:
         for workspace_id, _ in rc.workspaces(conn):
             rc.prepare(conn, workspace_id)
@@ -97,10 +98,10 @@ def write_series(conn: duckdb.DuckDBPyConnection, plan: Plan, path: Path) -> Out
             while chunk < stop:
                 chunk_end = min(stop, chunk + steps_per_chunk * plan.step)
                 rc.set_instants(conn, chunk, chunk_end, plan.step)
-                cursor = conn.execute(series_sql, {"workspace_id": workspace_id})
+                cursor = conn.execute(series_sql, series_parameters(workspace_id, pasts))
                 columns = [d[0] for d in cursor.description]
                 before = spool.samples
-                spool_rows(spool, columns, cursor.fetchall(), plan.labels)
+                spool_rows(spool, columns, cursor.fetchall(), plan.labels, pasts)
                 if spool.samples > before:
                     outcome.start = min(filter(None, (outcome.start, chunk)))
                     outcome.end = max(filter(None, (outcome.end, chunk_end)))

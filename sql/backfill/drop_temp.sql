@@ -3,7 +3,6 @@ DROP VIEW IF EXISTS _bf_open_at;
 DROP VIEW IF EXISTS _bf_scores_at;
 DROP TABLE IF EXISTS _bf_changes;
 DROP TABLE IF EXISTS _bf_open_running;
-DROP TABLE IF EXISTS _bf_arrivals_running;
 DROP TABLE IF EXISTS _bf_cells;
 DROP TABLE IF EXISTS _bf_scans;
 DROP TABLE IF EXISTS _bf_instants;

@@ -1,8 +1,8 @@
--- Every issue of one workspace as a +1 when first seen and a -1 when fixed, under the severity it had then.
+-- Every issue of one workspace as a +1 when first seen and a -1 when fixed, under the severity it was first
+-- seen with (`first_severities`, which `secscan_issues_detected_total` counts by too).
 -- Marks carry no timestamp, so an issue marked (false positive, accepted risk) before scanwatch saw it
 -- never counts; one marked later was open before (its first status event says what it was). A fixed
 -- issue found open again has no earlier fixed_at: it counts as open from its first sighting.
--- Before its first observed severity change an issue had that change's from_value.
 CREATE OR REPLACE TEMP TABLE _bf_changes AS
 WITH first_status AS (
     SELECT issue_id, arg_min(from_value, observed_at) AS from_value
@@ -10,17 +10,11 @@ WITH first_status AS (
     WHERE event IN ('status_changed', 'reopened') AND from_value IS NOT NULL
     GROUP BY issue_id
 ),
-first_severity AS (
-    SELECT issue_id, arg_min(from_value, observed_at) AS from_value
-    FROM issue_events
-    WHERE event = 'severity_changed' AND from_value IS NOT NULL
-    GROUP BY issue_id
-),
 spans AS (
     SELECT
         i.workspace_id,
         i.project_id,
-        coalesce(fv.from_value, i.severity) AS severity,
+        fv.severity,
         i.first_seen_at AS opened_at,
         CASE WHEN i.status = 'fixed'
             THEN greatest(coalesce(i.fixed_at, i.last_seen_at, i.first_seen_at), i.first_seen_at)
@@ -28,7 +22,7 @@ spans AS (
         coalesce(fs.from_value, i.status) AS status_before
     FROM issues AS i
     LEFT JOIN first_status AS fs ON fs.issue_id = i.id
-    LEFT JOIN first_severity AS fv ON fv.issue_id = i.id
+    JOIN first_severities AS fv ON fv.issue_id = i.id
     WHERE i.workspace_id = $workspace_id AND i.first_seen_at IS NOT NULL AND i.severity IS NOT NULL
 )
 SELECT workspace_id, project_id, severity, opened_at AS ts, 1 AS delta
