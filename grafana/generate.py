@@ -240,8 +240,9 @@ def overview() -> dict:
                  thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": 1800},
                              {"color": "red", "value": 3600}]), 6, 4)
     lay.add(stat("Rate limit remaining", f"secscan_api_rate_limit_remaining{{{WS}}}", "{{workspace}}"), 6, 4)
-    lay.add(stat("Snapshot age", "max(secscan_snapshot_age_seconds)", unit="s"), 6, 4)
-    lay.add(stat("Snapshot readable", "min(secscan_snapshot_readable)",
+    lay.add(stat("Snapshot age", f"max by (workspace) (secscan_snapshot_age_seconds{{{WS}}})", "{{workspace}}",
+                 unit="s"), 6, 4)
+    lay.add(stat("Snapshot readable", f"min by (workspace) (secscan_snapshot_readable{{{WS}}})", "{{workspace}}",
                  mappings=[{"type": "value", "options": {"0": {"text": "no: serving last good", "color": "red"},
                                                          "1": {"text": "yes", "color": "green"}}}]), 6, 4)
     lay.add(series("API requests by asset", [
@@ -257,9 +258,11 @@ def overview() -> dict:
         target(f"secscan_pipeline_last_run_success{{{WS}}}", "", "B", instant=True, table=True),
         target(f"secscan_pipeline_last_run_duration_seconds{{{WS}}}", "", "C", instant=True, table=True),
     ], unit="s"), 8, 8)
-    # Every followed workspace, also one that has never synced (it has pipeline health, not a plan yet).
+    # Every followed workspace, also one that has never synced (it has pipeline health, not a plan yet), and
+    # every workspace with a backfilled past (project scores): the same label, so one pick shows both.
     variables = [datasource_var(), query_var(
-        "workspace", "Workspace", 'label_values(secscan_pipeline_last_run_success{asset="account"}, workspace)',
+        "workspace", "Workspace",
+        'label_values({__name__=~"secscan_pipeline_last_run_success|secscan_project_score"}, workspace)',
         multi=True, include_all=True)]
     links = [{"title": "Project drill-down", "type": "link", "url": "/d/scanwatch-project", "icon": "dashboard",
               "includeVars": True, "keepTime": True}]
