@@ -6,8 +6,6 @@ from .errors import ApiError
 from .model import TRIAL_SECONDS, Credential
 from .world import World
 
-SCOPES = ("scans:read", "scans:run", "issues:write")
-
 
 def authenticate(world: World, header: str | None) -> Credential:
     """401 `authentication_required` without a bearer credential, `invalid_api_key` for an unknown one."""

@@ -324,9 +324,6 @@ class ScanningClient:
         """Every project (oldest first), each with its targets; ``expected`` is what the counts say (bounds)."""
         return collect_latest(lambda restarted: self._walk("/projects", on_restart=restarted, expected=expected))
 
-    def get_project(self, project_id: str) -> dict[str, Any]:
-        return self.request("GET", "/projects/{project_id}", path_params={"project_id": project_id})
-
     def iter_scans(self, project_id: str, *, expected: int | None = None) -> Iterator[dict[str, Any]]:
         """Scans newest first, fetched a page at a time: stop iterating at the first known scan to save requests."""
         return iter_unique(self._walk("/projects/{project_id}/scans", {"project_id": project_id},
@@ -357,42 +354,11 @@ class ScanningClient:
     def get_scan(self, scan_id: str) -> dict[str, Any]:
         return self.request("GET", "/scans/{scan_id}", path_params={"scan_id": scan_id})
 
-    def get_issue(self, issue_id: str) -> dict[str, Any]:
-        return self.request("GET", "/issues/{issue_id}", path_params={"issue_id": issue_id})
-
-    def unlock_fix(self, issue_id: str, *, idempotency_key: str) -> dict[str, Any]:
-        """Spends fix quota unless already unlocked: the key makes a retried unlock free."""
-        return self.request("POST", "/issues/{issue_id}/fix", path_params={"issue_id": issue_id}, json={},
-                            idempotency_key=idempotency_key)
-
-    def get_fix(self, issue_id: str) -> dict[str, Any]:
-        return self.request("GET", "/issues/{issue_id}/fix", path_params={"issue_id": issue_id})
-
     def start_scan(self, target_id: str, *, kind: str | None = None, idempotency_key: str) -> dict[str, Any]:
         """A new scan (201) or the running/recent one (200, ``reused`` true); both mean the target is covered."""
         body = {"kind": kind} if kind else {}
         return self.request("POST", "/targets/{target_id}/scans", path_params={"target_id": target_id},
                             json=body, idempotency_key=idempotency_key)
-
-    def create_project(self, name: str, url: str | None = None, *, idempotency_key: str) -> dict[str, Any]:
-        body: dict[str, Any] = {"name": name}
-        if url is not None:
-            body["url"] = url
-        return self.request("POST", "/projects", json=body, idempotency_key=idempotency_key)
-
-    def add_target(self, project_id: str, url: str, *, idempotency_key: str) -> dict[str, Any]:
-        return self.request("POST", "/projects/{project_id}/targets", path_params={"project_id": project_id},
-                            json={"url": url}, idempotency_key=idempotency_key)
-
-    def mark_issue(self, issue_id: str, status: str, reason: str | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"status": status}
-        if reason is not None:
-            body["reason"] = reason
-        return self.request("PATCH", "/issues/{issue_id}", path_params={"issue_id": issue_id}, json=body)
-
-    def recheck_issue(self, issue_id: str, *, idempotency_key: str) -> dict[str, Any]:
-        return self.request("POST", "/issues/{issue_id}/recheck", path_params={"issue_id": issue_id},
-                            json={}, idempotency_key=idempotency_key)
 
     # -- concurrency ---------------------------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ in one transaction per table group, so a crash leaves the previous state, never 
 
 from pipelines.storage.db import HistoryLockedError, connect, migrate, schema_version, writer
 from pipelines.storage.merge import (
-    KNOWN_VALUES,
     MergeResult,
     merge_account,
     merge_issue_stages,
@@ -17,7 +16,6 @@ from pipelines.storage.merge import (
 )
 
 __all__ = [
-    "KNOWN_VALUES",
     "HistoryLockedError",
     "MergeResult",
     "connect",

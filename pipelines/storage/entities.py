@@ -103,7 +103,3 @@ ISSUE = Entity(
         "status": ISSUE_STATUSES,
     },
 )
-
-KNOWN_VALUES: dict[str, dict[str, tuple[str, ...]]] = {
-    e.name: e.enums for e in (ACCOUNT, PROJECT, TARGET, SCAN, ISSUE) if e.enums
-}

@@ -23,14 +23,14 @@ import duckdb
 
 from pipelines import milestones
 from pipelines.sqlfiles import execute_file, read_sql, transaction
-from pipelines.storage.entities import ACCOUNT, ISSUE, KNOWN_VALUES, PROJECT, SCAN, TARGET, Entity
+from pipelines.storage.entities import ACCOUNT, ISSUE, PROJECT, SCAN, TARGET, Entity
 from pipelines.storage.stage import MAX_RECORD_BYTES, QUARANTINED, SEQ, StageFile, chunks
 from pipelines.storage.upsert import quote, touch_unchanged, upsert
 from pipelines.text import printable
 
 log = logging.getLogger("scanwatch.storage")
 
-__all__ = ["KNOWN_VALUES", "MAX_RECORD_BYTES", "QUARANTINED", "MergeResult", "merge_account", "merge_issue_stages",
+__all__ = ["MAX_RECORD_BYTES", "QUARANTINED", "MergeResult", "merge_account", "merge_issue_stages",
            "merge_issues", "merge_projects", "merge_scans"]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from pipelines.api import ScanningClient
+from tests.client.writing import WritingClient
 
 KEY = "rst_test_0123456789abcdefSECRET"
 BASE = "https://api.example.test/v1"
@@ -85,8 +86,8 @@ class ListService:
 def client_for(handler: Callable[[httpx.Request], httpx.Response], clock: FakeClock | None = None,
                **kwargs: Any) -> ScanningClient:
     clock = clock or FakeClock()
-    return ScanningClient(BASE, KEY, transport=httpx.MockTransport(handler), sleep=clock.sleep, clock=clock.time,
-                          **kwargs)
+    return WritingClient(BASE, KEY, transport=httpx.MockTransport(handler), sleep=clock.sleep, clock=clock.time,
+                         **kwargs)
 
 
 def body_of(request: httpx.Request) -> Any:

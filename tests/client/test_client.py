@@ -9,7 +9,8 @@ import time
 import httpx
 import pytest
 
-from pipelines.api import ApiError, NotFoundError, RequestStats, ScanningClient
+from pipelines.api import ApiError, NotFoundError, RequestStats
+from tests.client.writing import WritingClient
 
 from .fakes import BASE, KEY, client_for, envelope, error, ok
 
@@ -95,7 +96,7 @@ def test_ids_are_quoted_into_paths_and_headers_are_sent() -> None:
         seen.append(request)
         return ok({"object": "project"})
 
-    with ScanningClient(BASE + "/", KEY, transport=httpx.MockTransport(handler), user_agent="scanwatch/test") as c:
+    with WritingClient(BASE + "/", KEY, transport=httpx.MockTransport(handler), user_agent="scanwatch/test") as c:
         c.get_project("a/../b")
         c.create_project("n", "https://example.test", idempotency_key="create-n")
     assert seen[0].url.raw_path == b"/v1/projects/a%2F..%2Fb"

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from pipelines.api import Pacer, ScanningClient
+from tests.client.writing import WritingClient
 
 from .fakes import FakeClock, WindowLimiter, client_for, ok
 
@@ -120,8 +121,8 @@ def test_threads_share_one_budget_over_real_time() -> None:
     """Four threads against a 0.5 s window of 15 requests: overlap, yet no 429."""
     limiter = WindowLimiter(lambda r: ok({"object": "project", "id": "p"}), time.time, limit=15, window=0.5,
                             latency=0.01, sleep=time.sleep)
-    client = ScanningClient("http://x/v1", "rst_k", transport=httpx.MockTransport(limiter), concurrency=4,
-                            share_pacer=False)
+    client = WritingClient("http://x/v1", "rst_k", transport=httpx.MockTransport(limiter), concurrency=4,
+                           share_pacer=False)
     client.pacer.margin = 0.02
     seen_threads: set[str] = set()
 

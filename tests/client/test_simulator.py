@@ -10,9 +10,9 @@ from pipelines.api import (
     NotFoundError,
     PermissionDeniedError,
     PlanRequiredError,
-    ScanningClient,
 )
 from simulator.testing import SimConfig, serve_simulator
+from tests.client.writing import WritingClient
 
 from .sim_helpers import SkipClock, full_walk, minimum_sync
 
@@ -37,7 +37,7 @@ def world_ids(sim, key: str = "pro") -> tuple[list[str], dict[str, list[str]], d
 @pytest.mark.parametrize("scale", ["small", "medium"])
 def test_every_list_walked_at_the_minimum(scale: str) -> None:
     with serve_simulator(SimConfig(seed=11, scale=scale, clock="driven", rate_limit=100000)) as sim, \
-            ScanningClient(sim.base_url, sim.api_key) as client:
+            WritingClient(sim.base_url, sim.api_key) as client:
         got = full_walk(client)
         projects, scans, issues = world_ids(sim)
         assert [p["id"] for p in got["projects"]] == projects
@@ -51,7 +51,7 @@ def test_every_list_walked_at_the_minimum(scale: str) -> None:
 
 
 def test_iter_scans_stops_paging_when_the_caller_stops(sim) -> None:
-    with ScanningClient(sim.base_url, sim.api_key) as client:
+    with WritingClient(sim.base_url, sim.api_key) as client:
         project = max(world_ids(sim)[1].items(), key=lambda kv: len(kv[1]))[0]
         before = sim.request_count(key="pro")
         first = next(client.iter_scans(project))
@@ -60,7 +60,7 @@ def test_iter_scans_stops_paging_when_the_caller_stops(sim) -> None:
 
 
 def test_filters_reach_the_service(sim) -> None:
-    with ScanningClient(sim.base_url, sim.api_key) as client:
+    with WritingClient(sim.base_url, sim.api_key) as client:
         project = world_ids(sim)[0][0]
         open_high = client.list_issues(project, status="open", severity="high")
         assert open_high and all(i["status"] == "open" and i["severity"] == "high" for i in open_high)
@@ -68,7 +68,7 @@ def test_filters_reach_the_service(sim) -> None:
 
 def test_401_402_403_are_one_actionable_line(sim) -> None:
     def fail(key: str, call=lambda c: c.get_account()):
-        with ScanningClient(sim.base_url, sim.keys.get(key, key), max_attempts=1) as client, \
+        with WritingClient(sim.base_url, sim.keys.get(key, key), max_attempts=1) as client, \
                 pytest.raises(Exception) as info:
             call(client)
         text = str(info.value)
@@ -97,22 +97,22 @@ def test_401_402_403_are_one_actionable_line(sim) -> None:
 
 def test_another_workspace_object_is_not_found(sim) -> None:
     project = world_ids(sim)[0][0]
-    with ScanningClient(sim.base_url, sim.keys["other_workspace"], max_attempts=1) as client, \
+    with WritingClient(sim.base_url, sim.keys["other_workspace"], max_attempts=1) as client, \
             pytest.raises(NotFoundError):
         client.get_project(project)
 
 
 def test_connection_refused_names_the_base_url() -> None:
     clock = SkipClock()
-    with ScanningClient("http://127.0.0.1:9/v1", "rst_x", sleep=clock.sleep, clock=clock.time,
-                        max_attempts=2) as client, pytest.raises(ApiConnectionError) as info:
+    with WritingClient("http://127.0.0.1:9/v1", "rst_x", sleep=clock.sleep, clock=clock.time,
+                       max_attempts=2) as client, pytest.raises(ApiConnectionError) as info:
         client.get_account()
     assert "SCANWATCH_BASE_URL" in str(info.value) and "http://127.0.0.1:9/v1" in str(info.value)
 
 
 def test_writes_are_idempotent_over_http(sim) -> None:
     clock = SkipClock()
-    with ScanningClient(sim.base_url, sim.api_key, sleep=clock.sleep, clock=clock.time) as client:
+    with WritingClient(sim.base_url, sim.api_key, sleep=clock.sleep, clock=clock.time) as client:
         target = sim.target_ids(kind="domain", verified=True)[0]
         first = client.start_scan(target, idempotency_key="test-scan-1")
         again = client.start_scan(target, idempotency_key="test-scan-1")
@@ -138,7 +138,7 @@ def test_the_key_never_shows_over_real_http(sim, caplog: pytest.LogCaptureFixtur
     texts: list[str] = []
     for key in ("pro", "revoked", "token_none", "free"):
         secret = sim.keys[key]
-        with ScanningClient(sim.base_url, secret, max_attempts=1) as client:
+        with WritingClient(sim.base_url, secret, max_attempts=1) as client:
             texts.append(repr(client))
             try:
                 full_walk(client)

@@ -11,6 +11,7 @@ import pytest
 
 from pipelines.api import ScanningClient
 from simulator.testing import SimConfig, serve_simulator
+from tests.client.writing import WritingClient
 
 from .sim_helpers import full_walk, minimum_sync
 
@@ -41,7 +42,7 @@ def spend_evenly(sim, per_window: int, window: float, stop: threading.Event, tal
 def sustain(sim, windows: int, window: float, concurrency: int = 4) -> tuple[ScanningClient, float]:
     """Keep the client busy for whole windows; return it and the requests sent per window."""
     stamps = Stamps()
-    client = ScanningClient(sim.base_url, sim.api_key, transport=stamps, concurrency=concurrency)
+    client = WritingClient(sim.base_url, sim.api_key, transport=stamps, concurrency=concurrency)
     pids = sim.project_ids()
     client.get_account()  # learn the headers before the measured windows
     time.sleep((time.time() // window + 1) * window - time.time())
@@ -69,7 +70,7 @@ def test_alone_close_to_the_limit_with_zero_429(latency_ms: int, limit: int, win
 
 def test_a_walk_longer_than_the_budget_waits_instead_of_meeting_429() -> None:
     with serve_simulator(SimConfig(seed=7, scale="small", clock="driven", control=True, rate_limit=4,
-                                   rate_window=1.0)) as sim, ScanningClient(sim.base_url, sim.api_key) as client:
+                                   rate_window=1.0)) as sim, WritingClient(sim.base_url, sim.api_key) as client:
         full_walk(client)
         assert client.stats.rate_limited == 0 and client.stats.requests == minimum_sync(sim)
         assert client.stats.waited_seconds > 0.5
