@@ -41,11 +41,10 @@ def query(name_or_sql: str, *, db: str | Path | None = None, workspace: str | No
     from pipelines import settings, sqlfiles
     from pipelines.read_only import ReadRefused, execute_read_only
 
-    known = sqlfiles.cookbook()
-    name = name_or_sql.strip()
-    if name.isidentifier() and name not in known:
-        raise ValueError(f"no cookbook query named {name!r}; history.cookbook() lists them")
-    sql = known[name].sql if name in known else name_or_sql
+    try:
+        sql = sqlfiles.cookbook_sql(name_or_sql)
+    except KeyError:
+        raise ValueError(f"no cookbook query named {name_or_sql.strip()!r}; history.cookbook() lists them") from None
     try:
         columns, rows = execute_read_only(Path(db) if db is not None else settings.Settings.load().paths.db, sql,
                                           workspace=workspace)

@@ -96,6 +96,21 @@ def _parse_header(text: str) -> dict[str, str]:
     return fields
 
 
+_COOKBOOK_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def cookbook_sql(text: str, queries: dict[str, CookbookQuery] | None = None) -> str:
+    """The SQL a user's text stands for: a cookbook query's when it names one, else the text itself. A bare word
+    that names no query is a typo, not SQL: KeyError with the word, so each caller says so its own way."""
+    queries = cookbook() if queries is None else queries
+    name = text.strip()
+    if name in queries:
+        return queries[name].sql
+    if _COOKBOOK_NAME.match(name):
+        raise KeyError(name)
+    return text
+
+
 def cookbook() -> dict[str, CookbookQuery]:
     """Every `queries/*.sql` by name, so the CLI, the tests and the demo check agree on one list."""
     queries: dict[str, CookbookQuery] = {}

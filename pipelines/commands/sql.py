@@ -13,7 +13,6 @@ import datetime as dt
 import decimal
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 from pipelines.read_only import DEFAULT_TIMEOUT, ReadRefused, execute_read_only
 from pipelines.text import printable
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "query",
@@ -69,13 +68,13 @@ def _db_path(given: Path | None) -> Path:
 
 def _resolve_sql(query: str, queries: dict[str, Any]) -> str:
     """A bare word is a cookbook name; a typo deserves a hint, not DuckDB's parser error."""
+    from pipelines.sqlfiles import cookbook_sql
+
     text = sys.stdin.read() if query == "-" else query
-    name = text.strip()
-    if name in queries:
-        return queries[name].sql
-    if _NAME.match(name):
-        raise ReadRefused(f"no cookbook query named {name!r}; run 'scanwatch sql' to list them")
-    return text
+    try:
+        return cookbook_sql(text, queries)
+    except KeyError:
+        raise ReadRefused(f"no cookbook query named {text.strip()!r}; run 'scanwatch sql' to list them") from None
 
 
 def _print_cookbook(queries: dict[str, Any]) -> None:
