@@ -21,6 +21,7 @@ from exporters.catalogue import CRITICAL_INFO_LIMIT, CRITICAL_NEW_LIMIT, TTF_BUC
 from exporters.snapshot_format import SCHEMA_VERSION, TABLES, encode_snapshot, merge_documents
 from exporters.snapshot_store import FileStore, SnapshotStore, write_file
 from pipelines import milestones, settings, vocabulary
+from pipelines.storage.entities import ISSUE, SCAN
 
 if TYPE_CHECKING:  # duckdb stays out of the exporter's imports
     import duckdb
@@ -64,7 +65,8 @@ class _Build:
 
     def params(self) -> dict[str, Any]:
         return {"now": self.now.astimezone(UTC).isoformat(), "ttf_buckets": list(TTF_BUCKETS),
-                "critical_limit": self.critical_info_limit, "critical_new_limit": self.critical_new_limit}
+                "critical_limit": self.critical_info_limit, "critical_new_limit": self.critical_new_limit,
+                "families": list(ISSUE.enums["family"]), "scan_kinds": list(SCAN.enums["kind"])}
 
     def header(self) -> dict[str, Any]:
         return {

@@ -1,8 +1,7 @@
--- Project x family grid of the part's open issues (`open_issues_now`); families a newer service adds appear as
--- they are seen.
+-- Project x family grid of the part's open issues (`open_issues_now`): the families of the contract
+-- ($families, the issue entity's), and those a newer service adds as they are seen.
 WITH families AS (
-    SELECT * FROM (VALUES ('database'), ('secrets'), ('exposedFiles'), ('personalData'), ('vulnerableVersions'),
-                          ('configuration'), ('compliance'), ('server'), ('code')) AS v(family)
+    SELECT unnest(CAST($families AS VARCHAR[])) AS family
     UNION SELECT DISTINCT family FROM issues WHERE workspace_id = $workspace_id AND family IS NOT NULL
 ),
 counts AS (

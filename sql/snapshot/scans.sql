@@ -1,6 +1,7 @@
--- Project x kind x status grid of the part's scans ever seen (queued ones leave the grid cell as they finish).
+-- Project x kind x status grid of the part's scans ever seen (queued ones leave the grid cell as they finish):
+-- the kinds of the contract ($scan_kinds, the scan entity's) and any other seen.
 WITH kinds AS (
-    SELECT * FROM (VALUES ('quick'), ('audit'), ('repository')) AS v(kind)
+    SELECT unnest(CAST($scan_kinds AS VARCHAR[])) AS kind
     UNION SELECT DISTINCT kind FROM scans WHERE workspace_id = $workspace_id AND kind IS NOT NULL
 ),
 statuses AS (

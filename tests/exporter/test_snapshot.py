@@ -255,8 +255,9 @@ def test_sla_policy_from_env_then_config():
 def test_open_issues_agree_with_the_cookbook(snapshot, history_conn):
     from pipelines.sqlfiles import read_sql
 
-    rows = history_conn.execute(read_sql("queries/open_issues_by_project.sql")).fetchall()
-    cookbook_total = sum(r[8] for r in rows)  # the `total` column
+    cursor = history_conn.execute(read_sql("queries/open_issues_by_project.sql"))
+    total = [d[0] for d in cursor.description].index("total")
+    cookbook_total = sum(r[total] for r in cursor.fetchall())
     assert sum(r["open"] for r in snapshot["tables"]["issue_severity"]) == cookbook_total
 
 

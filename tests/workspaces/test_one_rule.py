@@ -1,0 +1,77 @@
+"""One definition per rule: change a rule in its one file of the views layer, and the snapshot (/metrics), the
+cookbook and the backfilled series all follow, with nothing else edited.
+
+The test copies scanwatch's SQL folder, edits two views there (what a project is called, and what counts as
+visible), points scanwatch at the copy and opens the history: the writer sees the layer's digest moved and
+recreates the views, and every reader reads the new rule.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from pipelines import sqlfiles
+from pipelines.backfill import tsdb
+from pipelines.read_only import execute_read_only
+from pipelines.snapshot import build_snapshot
+from pipelines.storage import connect
+from tests.backfill.handmade import FIRST_SYNC, at, history
+
+ISSUES = [("i1", "p", "high", "open", at(-30), None), ("i2", "p", "high", "open", at(-20), None),
+          ("i3", "p", "critical", "fixed", at(-25), at(-9))]
+
+
+def _readers(db: Path, tmp: Path) -> dict[str, object]:
+    """What the snapshot, the cookbook and the backfill say about project `p` and its open issues."""
+    conn = connect(db)
+    try:
+        snap = build_snapshot(conn, now=FIRST_SYNC + timedelta(hours=1))
+        outcome = tsdb.write_series(conn, tsdb.Plan(tmp, labels={"job": "scanwatch"}), tmp / "series.om")
+    finally:
+        conn.close()
+    assert outcome.samples
+    columns, rows = execute_read_only(db, sqlfiles.cookbook()["open_issues_by_project"].sql)
+    listed = [dict(zip(columns, row, strict=True)) for row in rows]
+    backfilled = {s.labels["project"] for f in text_string_to_metric_families(
+        (tmp / "series.om").read_text().replace("# EOF\n", "")) for s in f.samples if "project" in s.labels}
+    return {
+        "snapshot project": {r["project"] for r in snap["tables"]["projects"]},
+        "snapshot open": sum(r["open"] for r in snap["tables"]["issue_severity"]),
+        "cookbook project": {r["project"] for r in listed},
+        "cookbook open": sum(r["total"] for r in listed),
+        "backfill project": backfilled,
+    }
+
+
+def test_a_rule_changed_in_its_one_file_is_followed_by_the_snapshot_the_cookbook_and_the_backfill(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "h.duckdb"
+    conn = history(db, projects=["p"], targets=[("t1", "p")],
+                   scans=[("s1", "t1", at(-20), 70, "done"), ("s2", "t1", at(-5), 80, "done")], issues=ISSUES)
+    conn.execute("UPDATE issues SET hidden_reason = 'unverified', hidden_at = first_observed_at WHERE id = 'i2'")
+    conn.close()
+    (tmp_path / "before").mkdir()
+    before = _readers(db, tmp_path / "before")
+    assert before == {"snapshot project": {"P"}, "snapshot open": 1, "cookbook project": {"P"}, "cookbook open": 1,
+                      "backfill project": {"P"}}
+
+    edited = tmp_path / "sql"
+    shutil.copytree(sqlfiles.sql_dir(), edited)
+    labels = edited / "views" / "project_labels.sql"
+    labels.write_text(labels.read_text().replace("coalesce(p.name, p.id) AS project",
+                                                 "'project ' || coalesce(p.name, p.id) AS project"))
+    visible = edited / "views" / "visible_issues.sql"  # an unproved site's issues count as visible now
+    visible.write_text(visible.read_text().replace("WHERE i.hidden_reason IS NULL",
+                                                   "WHERE coalesce(i.hidden_reason, 'unverified') = 'unverified'"))
+    monkeypatch.setattr(sqlfiles, "_CHECKOUT", edited)  # where a checkout keeps its SQL
+    assert sqlfiles.sql_dir() == edited
+
+    (tmp_path / "after").mkdir()
+    after = _readers(db, tmp_path / "after")
+    assert after == {"snapshot project": {"project P"}, "snapshot open": 2, "cookbook project": {"project P"},
+                     "cookbook open": 2, "backfill project": {"project P"}}
