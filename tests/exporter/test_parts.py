@@ -1,0 +1,135 @@
+"""The snapshot is one part per workspace: a workspace's run replaces its own part, the exporter serves every
+part together, and one part that cannot be built or read keeps its last good copy while the others stay fresh.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporters.server import build_registry
+from exporters.snapshot_format import encode_snapshot
+from exporters.snapshot_store import FileStore
+from pipelines import milestones
+from pipelines.snapshot import build_parts, refresh_snapshot, write_snapshot
+from tests.exporter.history import NOW, fresh_db, load_history
+
+
+@pytest.fixture
+def conn():
+    c = fresh_db()
+    load_history(c)
+    yield c
+    c.close()
+
+
+def _scrape(folder: Path) -> dict[str, list]:
+    text = generate_latest(build_registry(folder)).decode()
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+
+def _values(samples: dict, name: str, **labels: str) -> list[float]:
+    return [s.value for s in samples.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items())]
+
+
+def _write_parts(conn, folder: Path) -> dict[str, dict]:
+    parts = build_parts(conn, now=NOW)
+    FileStore(folder).replace_all({name: encode_snapshot(doc) for name, doc in parts.items()})
+    return parts
+
+
+def test_every_part_is_served_once_and_the_global_series_once(conn, tmp_path: Path) -> None:
+    folder = tmp_path / "scanwatch-metrics.json"
+    parts = _write_parts(conn, folder)
+    assert sorted(parts) == ["ws-1", "ws-2"] and sorted(p.name for p in folder.iterdir()) == ["ws-1.json", "ws-2.json"]
+    s = _scrape(folder)
+    assert {x.labels["workspace"] for x in s["secscan_project_score"]} == {"Acme"}  # Beta's project has no score
+    assert _values(s, "secscan_snapshot_readable", workspace="Acme") == [1] == \
+        _values(s, "secscan_snapshot_readable", workspace="Beta")
+    assert len(s["secscan_snapshot_generated_timestamp_seconds"]) == 2
+    severities = [x.labels["severity"] for x in s["secscan_sla_seconds"]]
+    assert sorted(severities) == sorted(set(severities)), "a global series appears once whatever the parts"
+
+
+def test_a_broken_part_keeps_its_last_good_copy_and_the_others_stay_fresh(conn, tmp_path: Path) -> None:
+    folder = tmp_path / "scanwatch-metrics.json"
+    parts = _write_parts(conn, folder)
+    registry = build_registry(folder)
+
+    def scrape() -> dict:
+        return {f.name: f.samples for f in text_string_to_metric_families(generate_latest(registry).decode())}
+
+    assert _values(scrape(), "secscan_project_score", project_id="p1") == [72]
+    (folder / "ws-1.json").write_text('{"schema": 2, "tables": {')  # a torn part the atomic writer never makes
+    beta = json.loads(json.dumps(parts["ws-2"]))
+    beta["tables"]["projects"][0]["paused"] = True
+    beta["generated_at_seconds"] += 60
+    FileStore(folder).write("ws-2", encode_snapshot(beta))
+    s = scrape()
+    assert _values(s, "secscan_snapshot_readable", workspace="Acme") == [0]
+    assert _values(s, "secscan_project_score", project_id="p1") == [72]  # Acme's last good part, still served
+    assert _values(s, "secscan_snapshot_readable", workspace="Beta") == [1]
+    assert _values(s, "secscan_project_paused", project_id="p4") == [1]  # Beta's new part, served at once
+    assert _values(s, "secscan_snapshot_generated_timestamp_seconds", workspace="Beta") == \
+        [parts["ws-2"]["generated_at_seconds"] + 60]
+    (folder / "ws-2.json").unlink()  # a part the pipeline removed leaves /metrics with it
+    assert not _values(scrape(), "secscan_project_paused", project_id="p4")
+
+
+def test_no_part_at_all_is_one_unreadable_series_without_a_workspace(tmp_path: Path) -> None:
+    s = _scrape(tmp_path / "absent")
+    assert [(x.labels, x.value) for x in s["secscan_snapshot_readable"]] == [({}, 0)]
+
+
+def test_a_single_file_of_an_older_scanwatch_is_refused_in_one_line(tmp_path: Path, capfd) -> None:
+    old = tmp_path / "scanwatch-metrics.json"
+    old.write_text(json.dumps({"schema": 1, "tables": {}}))
+    s = _scrape(old)
+    assert _values(s, "secscan_snapshot_readable") == [0]
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "older scanwatch" in lines[0] and "run `scanwatch sync`" in lines[0]
+
+
+def test_a_run_replaces_its_own_part_only(conn, tmp_path: Path) -> None:
+    folder = tmp_path / "scanwatch-metrics.json"
+    first = refresh_snapshot(conn, workspace_id="ws-1", label=None, path=folder, now=NOW)
+    assert first.parts == 2  # the first write holds every workspace's part
+    os.utime(folder / "ws-2.json", ns=(1, 1))
+    again = refresh_snapshot(conn, workspace_id="ws-1", label=None, path=folder, now=NOW + timedelta(minutes=15))
+    assert again.parts == 1 and again.location == str(folder / "ws-1.json")
+    assert (folder / "ws-2.json").stat().st_mtime_ns == 1
+    assert json.loads((folder / "ws-1.json").read_text())["generated_at_seconds"] == \
+        (NOW + timedelta(minutes=15)).timestamp()
+
+
+def test_a_part_that_cannot_be_written_leaves_every_part_as_it_was(conn, tmp_path: Path) -> None:
+    folder = tmp_path / "scanwatch-metrics.json"
+    refresh_snapshot(conn, workspace_id="ws-1", label=None, path=folder, now=NOW)
+    held = {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    def fail(name: str) -> None:
+        if name == "snapshot.mid_write":
+            raise OSError("disk full")
+
+    stop = milestones.observe(fail)
+    try:
+        with pytest.raises(OSError):
+            refresh_snapshot(conn, workspace_id="ws-2", label=None, path=folder, now=NOW + timedelta(hours=1))
+    finally:
+        stop()
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == held
+
+
+def test_a_single_file_snapshot_is_replaced_by_the_folder_of_every_part(conn, tmp_path: Path) -> None:
+    path = tmp_path / "scanwatch-metrics.json"
+    write_snapshot({"schema": 1, "tables": {}}, path)
+    assert path.is_file()
+    written = refresh_snapshot(conn, workspace_id="ws-2", label=None, path=path, now=NOW)
+    assert path.is_dir() and written.parts == 2 and sorted(p.name for p in path.iterdir()) == ["ws-1.json", "ws-2.json"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left beside it
