@@ -68,11 +68,12 @@ def _sync(sim, env: dict[str, str]) -> dict:
 def _snapshot_seconds(db: Path, snapshot: Path) -> float:
     from pipelines.snapshot import refresh_snapshot
     from pipelines.storage import connect
+    from pipelines.storage.workspaces import current_workspace
 
     conn = connect(db)
     try:
-        started = time.perf_counter()
-        refresh_snapshot(conn, path=snapshot)
+        started = time.perf_counter()  # the one workspace's part, as its run rebuilds it
+        refresh_snapshot(conn, workspace_id=current_workspace(conn, None), label=None, path=snapshot)
         return round(time.perf_counter() - started, 2)
     finally:
         conn.close()

@@ -1,11 +1,17 @@
-"""Exporter benchmark: scrape latency and memory at the large world's series count.
+"""Exporter benchmark: scrape latency and memory at the large world's series count, and the snapshot's cost
+per tick.
 
-`python -m benchmarks.scrape [--quick]` (or the `python -m benchmarks` runner through `run(quick)`).
-Builds a history the size of the simulator's `--scale large` world directly in DuckDB (20 projects,
-200 targets, 50,000 issues with their events, 20,000 scans, a year of sync runs), times the snapshot build,
-then starts `scanwatch exporter` as a subprocess and scrapes it: once at rest, and once while a writer
-replaces the snapshot as fast as a sync loop could (every scrape then re-parses a new file). Prints a
+`python -m benchmarks.scrape [--quick] [--workspaces N]` (or the `python -m benchmarks` runner through
+`run(quick)`). Builds a history the size of the simulator's `--scale large` world directly in DuckDB (20
+projects, 200 targets, 50,000 issues with their events, 20,000 scans, a year of sync runs; `--workspaces N`
+copies it under N workspaces), times the snapshot build, writes one part per workspace, then starts
+`scanwatch exporter` as a subprocess and scrapes it: once at rest, and once while a writer replaces the
+parts one after another as fast as a sync loop could (every scrape then re-reads a new part). Prints a
 table and writes JSON to benchmarks/results/.
+
+`python -m benchmarks.scrape --tick 1,10,50` measures what a schedule tick costs the snapshot with K
+workspaces: each workspace's run rebuilds its own part, so a tick is K part builds (each filtered to its
+workspace), timed with the history's own DuckDB settings (96 MB, one thread).
 """
 
 from __future__ import annotations
@@ -133,16 +139,22 @@ def first_answer(port: int, proc, timeout: float) -> tuple[bytes, int]:
     return body, sum(1 for line in body.decode().splitlines() if line and not line.startswith("#"))
 
 
-_STAMP = re.compile(rb"^secscan_snapshot_generated_timestamp_seconds (\S+)$", re.MULTILINE)
+_STAMP = re.compile(rb"^secscan_snapshot_generated_timestamp_seconds(?:\{[^}]*\})? (\S+)$", re.MULTILINE)
+_UNREADABLE = re.compile(rb"^secscan_snapshot_readable(?:\{[^}]*\})? 0", re.MULTILINE)
 
 
-def _writer(snapshot: dict, path: str, stop, writes, every: float) -> None:
-    """Replace the snapshot atomically, alternating two documents so every replacement is a new file."""
-    from pipelines.snapshot import write_snapshot
+def _writer(parts: dict[str, dict], path: str, stop, writes, every: float) -> None:
+    """Replace one workspace's part after another, atomically, as each workspace's run does; each replacement
+    is a new file (its time moves)."""
+    from exporters.snapshot_format import encode_snapshot
+    from exporters.snapshot_store import FileStore
 
-    variants = [snapshot, {**snapshot, "generated_at_seconds": snapshot["generated_at_seconds"] + 1}]
+    store, names = FileStore(Path(path)), sorted(parts)
     while not stop.is_set():
-        write_snapshot(variants[writes.value % 2], Path(path))
+        name = names[writes.value % len(names)]
+        part = parts[name]
+        store.write(name, encode_snapshot({**part, "generated_at_seconds": part["generated_at_seconds"]
+                                           + 1 + writes.value}))
         with writes.get_lock():
             writes.value += 1
         stop.wait(every)
@@ -157,7 +169,9 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
 def run(quick: bool = False, workspaces: int = 1) -> dict:
     """Run the benchmark; `quick` scrapes fewer times (same world size); `workspaces` copies the large
     world's history that many times under distinct workspaces. Returns the figures as a dict."""
-    from pipelines.snapshot import build_snapshot, write_snapshot
+    from exporters.snapshot_format import encode_snapshot
+    from exporters.snapshot_store import FileStore
+    from pipelines.snapshot import build_parts
 
     scrapes = 100 if quick else 300
     with tempfile.TemporaryDirectory(prefix="scanwatch-bench-") as tmp_name:
@@ -170,14 +184,14 @@ def run(quick: bool = False, workspaces: int = 1) -> dict:
             replicate_workspaces(conn, workspaces)
         history_s = time.perf_counter() - started
         started = time.perf_counter()
-        snapshot = build_snapshot(conn, now=NOW, critical_info_limit=50)
+        parts = build_parts(conn, now=NOW, critical_info_limit=50)
         build_s = time.perf_counter() - started
         conn.close()
         snap_path = tmp / "metrics.json"
         started = time.perf_counter()
-        write_snapshot(snapshot, snap_path)
+        FileStore(snap_path).replace_all({name: encode_snapshot(part) for name, part in parts.items()})
         write_s = time.perf_counter() - started
-        snapshot_bytes = snap_path.stat().st_size
+        snapshot_bytes = sum(p.stat().st_size for p in snap_path.iterdir())
         port = _free_port()
         env = {**os.environ, "SCANWATCH_SNAPSHOT": str(snap_path)}
         proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "exporter", "--listen-address", "127.0.0.1",
@@ -197,7 +211,7 @@ def run(quick: bool = False, workspaces: int = 1) -> dict:
             ctx = multiprocessing.get_context("spawn")
             stop = ctx.Event()
             writes = ctx.Value("i", 0)
-            writer = ctx.Process(target=_writer, args=(snapshot, str(snap_path), stop, writes, 0.25))
+            writer = ctx.Process(target=_writer, args=(parts, str(snap_path), stop, writes, 0.25))
             writer.start()
             under_writes, first_after_change = [], []
             try:
@@ -205,12 +219,12 @@ def run(quick: bool = False, workspaces: int = 1) -> dict:
                 while time.monotonic() < deadline:
                     elapsed, body = _scrape(port)
                     under_writes.append(elapsed)
-                    if b"secscan_snapshot_readable 1.0" not in body:
+                    if _UNREADABLE.search(body) or b"secscan_snapshot_readable" not in body:
                         raise RuntimeError("a scrape saw an unreadable snapshot while the writer ran")
-                    stamp = _STAMP.search(body)
-                    if last_stamp is not None and stamp and stamp.group(1) != last_stamp:
+                    stamp = tuple(_STAMP.findall(body))
+                    if last_stamp is not None and stamp != last_stamp:
                         first_after_change.append(elapsed)
-                    last_stamp = stamp.group(1) if stamp else None
+                    last_stamp = stamp
                     time.sleep(0.02)
             finally:
                 stop.set()
@@ -279,6 +293,59 @@ def print_and_save(title: str, rows: list[tuple[str, str]], result: dict) -> Non
     print(f"  written to {out.relative_to(ROOT)}")
 
 
+def tick(counts: list[int]) -> dict:
+    """The snapshot's cost per schedule tick with K workspaces of the large world: each workspace's run
+    rebuilds its own part, so a tick is K part builds. Timed with the history's DuckDB settings."""
+    from benchmarks.workspaces import replicate_workspaces
+    from pipelines.snapshot import build_part
+    from pipelines.storage.db import SETTINGS
+
+    rows = {}
+    for k in counts:
+        with tempfile.TemporaryDirectory(prefix="scanwatch-bench-") as tmp_name:
+            started = time.perf_counter()
+            conn = build_history(Path(tmp_name) / "history.duckdb", LARGE)
+            if k > 1:
+                replicate_workspaces(conn, k)
+            conn.execute("CHECKPOINT")
+            history_s = time.perf_counter() - started
+            for name, value in SETTINGS.items():
+                conn.execute(f"SET {name} = '{value}'")
+            ids = [r[0] for r in conn.execute("SELECT workspace_id FROM accounts ORDER BY workspace_id").fetchall()]
+            ticks = []
+            for _ in range(2):  # the first tick after the history was written, then one in the steady state
+                builds, cpu = [], time.process_time()
+                for workspace_id in ids:  # one tick: every workspace's run rebuilds its own part
+                    started = time.perf_counter()
+                    build_part(conn, workspace_id=workspace_id, label=None, now=NOW, critical_info_limit=50)
+                    builds.append(time.perf_counter() - started)
+                ticks.append((builds, time.process_time() - cpu))
+            conn.close()
+        (first, _), (builds, cpu_s) = ticks
+        rows[k] = {"tick_s": round(sum(builds), 2), "tick_cpu_s": round(cpu_s, 2), "first_tick_s": round(sum(first), 2),
+                   "part_median_s": round(statistics.median(builds), 3), "part_max_s": round(max(builds), 3),
+                   "history_build_s": round(history_s, 1)}
+        print(f"  K={k}: tick {rows[k]['tick_s']} s wall, {rows[k]['tick_cpu_s']} s CPU ({k} part builds, median "
+              f"{rows[k]['part_median_s']} s, max {rows[k]['part_max_s']} s); first tick after writing the history "
+              f"{rows[k]['first_tick_s']} s", flush=True)
+    base = rows[min(rows)]
+    result = {"benchmark": "snapshot-tick", "world": LARGE, "ticks": rows,
+              "ratio_to_first": {k: round(r["tick_s"] / base["tick_s"], 1) for k, r in rows.items()},
+              "cpu_ratio_to_first": {k: round(r["tick_cpu_s"] / base["tick_cpu_s"], 1) for k, r in rows.items()},
+              "when": datetime.now(UTC).isoformat(timespec="seconds")}
+    print_and_save("snapshot cost per tick (K part builds, large world per workspace)",
+                   [(f"K = {k}", f"{r['tick_s']} s wall ({result['ratio_to_first'][k]}x K = {min(rows)}), "
+                     f"{r['tick_cpu_s']} s CPU ({result['cpu_ratio_to_first'][k]}x)") for k, r in rows.items()], result)
+    return result
+
+
 if __name__ == "__main__":
-    count = next((int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--workspaces=")), 1)
-    run(quick="--quick" in sys.argv[1:], workspaces=count)
+    args = sys.argv[1:]
+    if "--tick" in args:
+        given = args[args.index("--tick") + 1] if len(args) > args.index("--tick") + 1 else "1,10,50"
+        tick([int(n) for n in given.split(",")])
+    else:
+        count = next((int(a.split("=", 1)[1]) for a in args if a.startswith("--workspaces=")), 1)
+        if "--workspaces" in args:
+            count = int(args[args.index("--workspaces") + 1])
+        run(quick="--quick" in args, workspaces=count)
