@@ -94,7 +94,7 @@ def run(quick: bool = False, half: int = 3000) -> dict:
         tmp = Path(tmp_name)
         conn = build_history(tmp / "history.duckdb", LARGE)
         snap_path = tmp / "metrics.json"
-        write_snapshot(build_snapshot(conn, now=NOW, critical_info_limit=50), snap_path)
+        write_snapshot(build_snapshot(conn, now=NOW), snap_path)
         conn.close()
         port = _free_port()
         env = {**os.environ, "SCANWATCH_SNAPSHOT": str(snap_path)}

@@ -184,7 +184,7 @@ def run(quick: bool = False, workspaces: int = 1) -> dict:
             replicate_workspaces(conn, workspaces)
         history_s = time.perf_counter() - started
         started = time.perf_counter()
-        parts = build_parts(conn, now=NOW, critical_info_limit=50)
+        parts = build_parts(conn, now=NOW)
         build_s = time.perf_counter() - started
         conn.close()
         snap_path = tmp / "metrics.json"
@@ -317,7 +317,7 @@ def tick(counts: list[int]) -> dict:
                 builds, cpu = [], time.process_time()
                 for workspace_id in ids:  # one tick: every workspace's run rebuilds its own part
                     started = time.perf_counter()
-                    build_part(conn, workspace_id=workspace_id, label=None, now=NOW, critical_info_limit=50)
+                    build_part(conn, workspace_id=workspace_id, label=None, now=NOW)
                     builds.append(time.perf_counter() - started)
                 ticks.append((builds, time.process_time() - cpu))
             conn.close()

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.catalogue import SCRAPE_LABELS, SERIES, Series
+from exporters.catalogue import CRITICAL_INFO_LIMIT, SCRAPE_LABELS, SERIES, Series
 from tests.grafana.queries import alert_queries, dashboard_queries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def test_the_exporter_serves_the_catalogue_and_only_it(snap_path: Path) -> None:
 
     from exporters.server import build_registry
 
-    text = generate_latest(build_registry(snap_path, critical_info_limit=50)).decode()
+    text = generate_latest(build_registry(snap_path, critical_info_limit=CRITICAL_INFO_LIMIT)).decode()
     served = {f.name: f for f in text_string_to_metric_families(text) if f.name.startswith("secscan_")}
     # The text format names an info family by its `_info` samples and calls it a gauge.
     by_name = {s.exposed[0] if s.type == "info" else s.name: s for s in SERIES}
