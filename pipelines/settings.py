@@ -6,7 +6,7 @@ exporter needs nothing else); the followed workspaces are validated on first use
 so a bad entry stops everything before a single request is sent or a row is touched.
 
 `scanwatch sync` and `scanwatch exporter` started with the same environment agree on every path
-without further settings: the snapshot defaults to a file beside the database.
+without further settings: the snapshot (a folder of one part per workspace) defaults to beside the database.
 """
 
 from __future__ import annotations

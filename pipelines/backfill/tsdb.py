@@ -32,7 +32,14 @@ from pathlib import Path
 import duckdb
 
 from pipelines.backfill import reconstruct as rc
-from pipelines.backfill.openmetrics import Spool, rule_pasts, sample_line, series_parameters, spool_rows
+from pipelines.backfill.openmetrics import (
+    Spool,
+    recording_rules,
+    rule_pasts,
+    sample_line,
+    series_parameters,
+    spool_rows,
+)
 from pipelines.sqlfiles import read_sql
 
 # promtool cuts blocks at this size (a hidden flag of 2.42): a year of days is a few blocks, not 365.
@@ -122,20 +129,6 @@ def create_blocks(promtool: str, openmetrics: Path, out_dir: Path) -> None:
         last = (done.stderr or done.stdout).strip().splitlines()
         raise BackfillError(f"promtool could not create blocks from {openmetrics.name}: "
                             f"{last[-1] if last else 'exit ' + str(done.returncode)}")
-
-
-def recording_rules(files: list[Path]) -> list[tuple[str, str, dict[str, str]]]:
-    """(record, expr, labels) of every recording rule in the files; alerting rules are not history."""
-    import yaml
-
-    rules = []
-    for path in files:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        for group in doc.get("groups", []):
-            for rule in group.get("rules", []):
-                if "record" in rule:
-                    rules.append((rule["record"], rule["expr"], dict(rule.get("labels") or {})))
-    return rules
 
 
 def _free_port() -> int:
