@@ -13,8 +13,10 @@ refuses to drop a view another one reads or to change a view's columns in place)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+from pathlib import Path
 from typing import Any
 
 from pipelines.sqlfiles import read_sql, sql_dir, transaction
@@ -23,8 +25,15 @@ _COMMENT = re.compile(r"--[^\n]*")
 
 
 def definitions() -> dict[str, str]:
-    """Each view's name and statement, in an order where every view comes after the views it reads."""
-    texts = {path.stem: read_sql(f"views/{path.name}") for path in sorted((sql_dir() / "views").glob("*.sql"))}
+    """Each view's name and statement, in an order where every view comes after the views it reads. Read once
+    per process while the files stay as they are (a sync opens the history many times)."""
+    files = sorted((sql_dir() / "views").glob("*.sql"))
+    return _definitions(tuple((path, path.stat().st_mtime_ns, path.stat().st_size) for path in files))
+
+
+@functools.lru_cache(maxsize=4)
+def _definitions(files: tuple[tuple[Path, int, int], ...]) -> dict[str, str]:
+    texts = {path.stem: read_sql(f"views/{path.name}") for path, _, _ in files}
     for name, text in texts.items():
         if not re.search(rf"\bCREATE\s+VIEW\s+{name}\s+AS\b", text, re.IGNORECASE):
             raise ValueError(f"sql/views/{name}.sql must define the view {name} (CREATE VIEW {name} AS ...)")
