@@ -180,7 +180,10 @@ class LiveStack:
         assert result.returncode == 0, result.stdout + result.stderr
 
     def snapshot(self) -> dict:
-        return json.loads(Path(self.env["SCANWATCH_SNAPSHOT"]).read_text())
+        """Every workspace's part as one document."""
+        from exporters.snapshot_format import read_snapshot
+
+        return read_snapshot(Path(self.env["SCANWATCH_SNAPSHOT"]))
 
     def start(self, name: str, args: list[str], env: dict | None = None) -> Process:
         proc = Process(name, args, self.tmp, env)

@@ -18,15 +18,12 @@ from exporters.snapshot_format import encode_snapshot
 from exporters.snapshot_store import FileStore
 from pipelines import milestones
 from pipelines.snapshot import build_parts, refresh_snapshot, write_snapshot
-from tests.exporter.history import NOW, fresh_db, load_history
+from tests.exporter.history import NOW
 
 
 @pytest.fixture
-def conn():
-    c = fresh_db()
-    load_history(c)
-    yield c
-    c.close()
+def conn(history_conn):
+    return history_conn  # the exporter tests' history (tests/exporter/conftest.py): Acme and Beta
 
 
 def _scrape(folder: Path) -> dict[str, list]:

@@ -40,12 +40,16 @@ def _start_exporter(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     return proc, found.group(1).replace("localhost", "127.0.0.1")
 
 
+READABLE = re.compile(r"^secscan_snapshot_readable\{workspace=\"[^\"]+\"\} 1\.0$", re.MULTILINE)
+UNREADABLE = re.compile(r"^secscan_snapshot_readable(\{[^}]*\})? 0\.0$", re.MULTILINE)
+
+
 def _scraper(url: str, stop: threading.Event, tally: Counter, lock: threading.Lock, errors: list[str]) -> None:
     with httpx.Client(timeout=10) as http:
         while not stop.wait(0.02):  # a scrape every ~20 ms per scraper: hard, without starving the syncs
             try:
                 r = http.get(url)
-                ok = r.status_code == 200 and "secscan_snapshot_readable 1.0" in r.text \
+                ok = r.status_code == 200 and READABLE.search(r.text) and not UNREADABLE.search(r.text) \
                     and "secscan_project_score{" in r.text
                 problem = None if ok else f"{r.status_code} {r.text[:200]!r}"
             except httpx.HTTPError as exc:

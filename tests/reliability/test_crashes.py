@@ -74,21 +74,29 @@ def _sync_process(sim, work: Path, kill_at: str | None = None) -> subprocess.Pop
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
+def _snapshot_bytes(work: Path) -> bytes:
+    """Every part of the snapshot folder, each parsed: complete and valid, whichever it is."""
+    parts = sorted((work / SNAPSHOT).glob("[!.]*.json"))
+    assert parts, "no snapshot part"
+    for part in parts:
+        parse_snapshot(part.read_bytes())
+    return b"\n".join(part.read_bytes() for part in parts)
+
+
 def _check_after_kill(sim, work: Path, old_snapshot: bytes, want: Dump, figures: Counter, label: str) -> None:
     snap = work / SNAPSHOT
-    raw = snap.read_bytes()
-    parse_snapshot(raw)  # complete and valid, whichever it is
+    raw = _snapshot_bytes(work)
     state = SnapshotSource(snap).get()
     assert state.readable and state.doc is not None, f"{label}: the exporter would not serve the snapshot"
     figures["crashes: snapshot old after kill" if raw == old_snapshot else "crashes: snapshot new after kill"] += 1
     outcome = sync_in_process(sim, work / "history.duckdb")
     assert outcome.success, f"{label}: the sync after the kill failed: {outcome.error}"
-    parse_snapshot((work / SNAPSHOT).read_bytes())
+    _snapshot_bytes(work)
     problems = diff(dump(work / "history.duckdb"), want)
     if problems:
         figures["crashes: inconsistencies"] += 1
     assert not problems, f"{label}: {problems}"
-    leftovers = [p.name for p in work.iterdir() if p.name.startswith(f".{SNAPSHOT}.")]
+    leftovers = [p.name for p in [*work.iterdir(), *snap.iterdir()] if p.name.startswith(".")]
     figures["crashes: snapshot temp files left behind"] += len(leftovers)
 
 
@@ -96,7 +104,7 @@ def kill_at_point(point: str, nth: int, tmp: Path, figures: Counter) -> None:
     first, want = base(tmp.parent)
     work = tmp / "work"
     shutil.copytree(first, work)
-    old_snapshot = (work / SNAPSHOT).read_bytes()
+    old_snapshot = _snapshot_bytes(work)
     with serve_simulator(_config()) as sim:
         sim.run_round()
         proc = _sync_process(sim, work, f"{point}:{nth}")
@@ -122,7 +130,7 @@ def _timed_kills(count: int, tmp: Path, figures: Counter, rng: random.Random) ->
     for i in range(count):
         work = tmp / f"work{i}"
         shutil.copytree(first, work)
-        old_snapshot = (work / SNAPSHOT).read_bytes()
+        old_snapshot = _snapshot_bytes(work)
         with serve_simulator(_config()) as sim:
             sim.run_round()
             proc = _sync_process(sim, work)

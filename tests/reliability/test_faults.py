@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from exporters.snapshot_format import parse_snapshot
+from exporters.snapshot_format import read_snapshot
 from pipelines.commands.sync import _root_cause
 from simulator.testing import SimConfig, serve_simulator
 from tests.ingest.conftest import Oracle
@@ -94,7 +94,7 @@ def faulty_scenario(seed: int, faults: dict, tmp: Path, figures: Counter, notes:
                 # A failed run rebuilds the snapshot from the committed history (so /metrics shows the
                 # failure): it must be a complete document.
                 if snapshot.exists():
-                    parse_snapshot(snapshot.read_bytes())
+                    read_snapshot(snapshot)  # every part of the folder
                 outcome = sync_in_process(sim, db)
                 assert outcome.success, _root_cause(outcome.error)
             got = diff(dump(db), want[i])
