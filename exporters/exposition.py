@@ -100,6 +100,16 @@ class Exposition:
         registry.register(self.process)
         return registry
 
+    def ready(self) -> bool:
+        """Whether unfiltered scrapes now serve a loaded snapshot (the readiness probe).
+
+        Asked through the same cache as /metrics, so a probe that sees a new part starts its rendering as a
+        scrape would, and answers True once a scrape would carry a workspace's series. Once a part has loaded, a
+        later unreadable one keeps its last good copy served, so the pod stays ready.
+        """
+        current = self._current()
+        return current is not None and any(p.doc is not None for p in current.view.parts.values())
+
     def body(self, accept: str | None, accept_encoding: str | None, *,
              cached_only: bool = False) -> tuple[str, list[tuple[str, str]], bytes] | None:
         """(status, headers, body) of an unfiltered scrape, as the library's `_bake_output` would answer.
