@@ -26,7 +26,7 @@ SELECT
     d.coverage,
     CASE ls.status WHEN 'failed' THEN 1 WHEN 'done' THEN 0 END AS last_scan_failed
 FROM targets AS t
-JOIN project_labels AS l ON l.project_id = t.project_id AND l.listed
+JOIN project_labels AS l ON l.workspace_id = t.workspace_id AND l.project_id = t.project_id AND l.listed
 LEFT JOIN done AS d ON d.target_id = t.id AND d.n = 1
 LEFT JOIN finished AS ls ON ls.target_id = t.id AND ls.n = 1
 WHERE t.workspace_id = $workspace_id AND t.removed_at IS NULL

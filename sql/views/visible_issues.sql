@@ -5,7 +5,8 @@
 CREATE VIEW visible_issues AS
 SELECT i.*, p.project AS project_name, t.kind AS target_kind
 FROM issues AS i
-JOIN project_labels AS p ON p.project_id = i.project_id AND p.listed
-LEFT JOIN targets AS t ON t.id = i.target_id
+-- Joined on the workspace too, so a reader of one workspace reads that workspace's projects and targets only.
+JOIN project_labels AS p ON p.workspace_id = i.workspace_id AND p.project_id = i.project_id AND p.listed
+LEFT JOIN targets AS t ON t.workspace_id = i.workspace_id AND t.id = i.target_id
 WHERE i.hidden_reason IS NULL
   AND (t.id IS NULL OR t.removed_at IS NULL);
