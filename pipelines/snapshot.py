@@ -206,8 +206,8 @@ def refresh_after_failure(db: Path, workspace: str | None) -> str | None:
     from pipelines.storage import writer
     from pipelines.storage.workspaces import current_workspace
 
-    label = settings.Settings.load().workspace(workspace or settings.DEFAULT_WORKSPACE).label
     try:
+        label = settings.Settings.load().workspace(workspace or settings.DEFAULT_WORKSPACE).label
         with writer(db, wait_seconds=5) as conn:
             refresh_snapshot(conn, workspace_id=current_workspace(conn, label), label=label)
     except Exception as exc:  # the run's own failure is what the user must see, not this one

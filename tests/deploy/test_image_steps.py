@@ -144,7 +144,7 @@ def test_the_installed_wheel_does_each_job_of_the_image(image_venv, sim, pg_data
 
     # A sync against the simulator, then the exporter serving what it wrote.
     run("scanwatch", "sync")
-    assert (work / "scanwatch-metrics.json").is_file()
+    assert [p.suffix for p in (work / "scanwatch-metrics.json").iterdir()] == [".json"]  # the workspace's part
     port = free_port()
     exporter = subprocess.Popen([str(bin_dir / "scanwatch"), "exporter", "--port", str(port),
                                  "--listen-address", "127.0.0.1"], env=env, cwd=work,

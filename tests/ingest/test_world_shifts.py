@@ -29,10 +29,12 @@ def _listed_open(sim) -> int:
     return sum(1 for i in oracle.state().all_issues() if i["status"] == "open")
 
 
-def _cookbook(db, name: str) -> list[tuple]:
-    from pipelines.sqlfiles import read_sql
+def _cookbook(db, name: str) -> list[dict]:
+    from pipelines import sqlfiles
+    from pipelines.read_only import execute_read_only
 
-    return query(db, read_sql(f"queries/{name}.sql"))
+    columns, rows = execute_read_only(db, sqlfiles.cookbook()[name].sql)
+    return [dict(zip(columns, row, strict=True)) for row in rows]
 
 
 def _open_counts_agree(sim, db) -> int:
@@ -41,10 +43,10 @@ def _open_counts_agree(sim, db) -> int:
     metrics = _metrics(db)
     assert _sum(metrics, "secscan_issues_open") == listed
     assert query(db, "SELECT count(*) FROM open_issues_now")[0][0] == listed
-    assert sum(r[8] for r in _cookbook(db, "open_issues_by_project")) == listed
-    assert _cookbook(db, "open_issues_by_day")[-1][-1] == listed
+    assert sum(r["total"] for r in _cookbook(db, "open_issues_by_project")) == listed
+    assert _cookbook(db, "open_issues_by_day")[-1]["total"] == listed
     assert _sum(metrics, "secscan_issues_by_status", status="open") == listed
-    assert sum(r[3] for r in _cookbook(db, "noisiest_controls")) <= listed
+    assert sum(r["open_issues"] for r in _cookbook(db, "noisiest_controls")) <= listed
     return listed
 
 
@@ -72,7 +74,7 @@ def test_a_site_that_loses_its_proof_sets_its_issues_aside_and_gets_them_back(si
     metrics = _metrics(env)
     assert _sum(metrics, "secscan_issues_not_visible", reason="unverified") == len(before)
     assert _sum(metrics, "secscan_target_hidden_issues", target_id=target) == open_before  # counted once, there
-    assert not [r for r in _cookbook(env, "sla_breaches") if r[-1] in before]
+    assert not [r for r in _cookbook(env, "sla_breaches") if r["issue_id"] in before]
 
     sim.verify_target(target)
     assert run_sync().success
