@@ -21,6 +21,8 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.utils import floatToGoString
 
+from exporters.text import label_values
+
 WS = ["workspace"]
 PROJECT = ["workspace", "project_id", "project"]
 TARGET = [*PROJECT, "target_id", "address", "kind"]
@@ -53,6 +55,7 @@ class Families:
         if not all(type(v) is str for v in values) or (kind is InfoMetricFamily and not all(
                 type(v) is str for v in value.values())):
             raise TypeError(f"{name}: a label value is not a string")
+        values, value = label_values(labels, values, value)  # service text: one line, capped (exporters/text.py)
         fam = self.items.get(name)
         if fam is None:
             fam = self.items[name] = kind(name, doc, labels=labels, **extra)
@@ -253,7 +256,7 @@ def _issues(doc: dict, tables: dict, f: Families, ws: Callable[[dict], str]) -> 
             fam = f.items["secscan_issue_time_to_fix_seconds"] = HistogramMetricFamily(
                 "secscan_issue_time_to_fix_seconds", "Time from first seen to fixed, over fixed issues.",
                 labels=sev_labels)
-        fam.add_metric([ws(r), r["project_id"], r["project"], r["severity"]], buckets,
+        fam.add_metric(label_values(sev_labels, [ws(r), r["project_id"], r["project"], r["severity"]])[0], buckets,
                        sum_value=float(r.get("sum") or 0))
 
 

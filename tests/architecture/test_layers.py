@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("pipelines", "pipelines.credentials", "pipelines.settings", "pipelines.workspaces_file",
               "pipelines.vocabulary", "pipelines.sqlfiles", "pipelines.text", "pipelines.milestones",
-              "pipelines.scan_budget", "exporters.snapshot_format", "exporters.families")),
+              "pipelines.scan_budget", "exporters.snapshot_format", "exporters.text",
+              "exporters.families")),
     ("api", ("pipelines.api", "pipelines.api.*")),
     ("storage", ("pipelines.storage", "pipelines.storage.*", "pipelines.backfill",
                  "pipelines.backfill.reconstruct", "pipelines.workspace_scope", "pipelines.read_only",
