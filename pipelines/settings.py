@@ -138,6 +138,17 @@ class Settings:
                           f"followed: {', '.join(ws.name for ws in self.workspaces)}")
 
     @property
+    def sla_days(self) -> dict[str, int]:
+        """The SLA per severity from `SCANWATCH_SLA_DAYS`, checked: a sync asks before it reads anything, so a
+        bad value fails in one line before the ingestion rather than at the snapshot, after it."""
+        from pipelines.vocabulary import sla_policy
+
+        try:
+            return sla_policy(self._env)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    @property
     def sync_deadline_seconds(self) -> float:
         """How long one sync (a CLI sync or a Dagster run) may take: `SCANWATCH_SYNC_DEADLINE_SECONDS`."""
         raw = self.get("SCANWATCH_SYNC_DEADLINE_SECONDS").strip()

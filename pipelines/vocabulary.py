@@ -27,6 +27,7 @@ UNFINISHED_SCAN_STATUSES: tuple[str, ...] = tuple(s for s in SCAN_STATUSES if s 
 # Days an open issue may stay open, from the service's first_seen_at; info issues have none.
 DEFAULT_SLA_DAYS: dict[str, int] = {"critical": 7, "high": 30, "medium": 90, "low": 180}
 SLA_DAYS_VARIABLE = "SCANWATCH_SLA_DAYS"
+MAX_SLA_DAYS = 3650  # ten years: longer is no SLA, and day counts past it overflow the SQL's intervals
 
 
 def sla_policy(env: Mapping[str, str] | None = None, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -38,14 +39,16 @@ def sla_policy(env: Mapping[str, str] | None = None, overrides: Mapping[str, int
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, value = part.partition("=")
         key = key.strip().lower()
-        if key not in sla or not value.strip().isdigit() or int(value) <= 0:
+        value = value.strip()
+        if key not in sla or not (value.isascii() and value.isdigit()) or not 0 < int(value) <= MAX_SLA_DAYS:
             raise ValueError(
-                f"{SLA_DAYS_VARIABLE}: {part!r} is not severity=days with severity in {', '.join(sla)} "
-                "and days a positive integer"
+                f"{SLA_DAYS_VARIABLE}: {part[:40]!r} is not severity=days with severity in {', '.join(sla)} "
+                f"and days a whole number from 1 to {MAX_SLA_DAYS}"
             )
         sla[key] = int(value)
     for key, days in (overrides or {}).items():
-        if key not in sla or int(days) <= 0:
-            raise ValueError(f"sla_days: {key}={days} is not a severity in {', '.join(sla)} with positive days")
+        if key not in sla or not 0 < int(days) <= MAX_SLA_DAYS:
+            raise ValueError(f"sla_days: {key}={days} is not a severity in {', '.join(sla)} with days from 1 "
+                             f"to {MAX_SLA_DAYS}")
         sla[key] = int(days)
     return sla

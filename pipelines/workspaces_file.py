@@ -10,39 +10,84 @@ workspaces:
 ```
 
 Keys never sit in the file, only the names of the variables that hold them. Every problem is one line
-naming the file, the entry and the field, raised before anything is synced.
+naming the file, the entry and the field, raised before anything is synced. The file is read bounded (a
+regular file of at most 1 MiB: never a FIFO that waits for a writer, nor `/dev/zero`), YAML anchors and
+aliases are refused before anything is built from them (an alias bomb of a few lines expands to gigabytes),
+and no value that looks like a key is ever quoted back.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pipelines.credentials import ConfigError, Workspace, check_api_key, check_base_url
+from pipelines.credentials import (
+    ConfigError,
+    Workspace,
+    check_api_key,
+    check_base_url,
+    looks_like_key,
+    shown,
+)
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
-_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# One home for what a name is, always used with fullmatch (`$` would also match before a final newline): a
+# followed workspace's name, and an identifier (an environment variable's name, which is also the rule of a
+# Prometheus label name for `backfill-prometheus --label`).
+NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _FIELDS = {"name", "base_url", "api_key_env"}
+MAX_FILE_BYTES = 1 << 20  # a thousand workspaces take about 100 KB
 
 
-def _entries(path: Path) -> list[Any]:
+def _read_bounded(path: Path) -> str:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise ConfigError(f"SCANWATCH_WORKSPACES_FILE names {path}, which does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"{path} is not a regular file: point SCANWATCH_WORKSPACES_FILE at the YAML file "
+                              "listing the workspaces")
+        data = b""
+        while len(data) <= MAX_FILE_BYTES and (chunk := os.read(fd, MAX_FILE_BYTES + 1 - len(data))):
+            data += chunk
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"{path} is larger than 1 MiB: it is not a workspaces file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: cannot be read (not UTF-8 text)") from None
+
+
+def _parse(path: Path, text: str) -> Any:
     import yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"SCANWATCH_WORKSPACES_FILE names {path}, which does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
-    try:
-        doc = yaml.safe_load(text)
+        # Anchors and aliases first, from the event stream (linear in the text): nothing is built from them.
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise ConfigError(f"{path}: line {event.start_mark.line + 1}: YAML anchors and aliases are not "
+                                  "accepted in the workspaces file: write each entry out")
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "not valid YAML"
         raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
+
+
+def _entries(path: Path) -> list[Any]:
+    doc = _parse(path, _read_bounded(path))
     if not isinstance(doc, dict) or not isinstance(doc.get("workspaces"), list) or not doc["workspaces"]:
         raise ConfigError(f"{path}: expected a top-level 'workspaces:' list with at least one entry")
     return doc["workspaces"]
@@ -59,9 +104,9 @@ def _name(path: Path, index: int, entry: Any, seen: set[str]) -> str:
     name = entry.get("name")
     if name is None or name == "":
         raise ConfigError(f"{where}: field 'name' is missing")
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ConfigError(f"{where}: field 'name' must be a short label of lower-case letters, digits, '-' "
-                          f"or '_' (at most 40), got {str(name)[:60]!r}")
+                          f"or '_' (at most 40), got {shown(name)}")
     if name in seen:
         raise ConfigError(f"{path}: workspaces[{index}] ({name}): field 'name' repeats an earlier entry")
     seen.add(name)
@@ -83,7 +128,10 @@ def read_workspaces_file(path: Path, env: Mapping[str, str]) -> tuple[Workspace,
         variable = entry.get("api_key_env")
         if not variable:
             raise ConfigError(f"{where}: field 'api_key_env' is missing: name the variable that holds the key")
-        if not isinstance(variable, str) or not _VARIABLE.match(variable):
+        if isinstance(variable, str) and looks_like_key(variable):
+            raise ConfigError(f"{where}: field 'api_key_env' holds a key itself: put the key in an environment "
+                              "variable and name that variable here (keys never go in this file)")
+        if not isinstance(variable, str) or not IDENTIFIER.fullmatch(variable):
             raise ConfigError(f"{where}: field 'api_key_env' must be an environment variable's name")
         default_url = env.get("SCANWATCH_BASE_URL") or ""
         given_url = entry.get("base_url")

@@ -39,9 +39,11 @@ def moment(text: str) -> datetime:
 
 
 def label(text: str) -> tuple[str, str]:
+    from pipelines.workspaces_file import IDENTIFIER
+
     name, sep, value = text.partition("=")
-    if not sep or not re.match(r"^[a-zA-Z_][a-zA-Z0-9_]*$", name):
-        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    if not sep or not IDENTIFIER.fullmatch(name):
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} is not NAME=VALUE")
     return name, value
 
 

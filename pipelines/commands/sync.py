@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         settings.dagster_home()
         settings.writable_db()
         _ = settings.sync_deadline_seconds
+        _ = settings.sla_days
     except ConfigError as exc:
         print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
         return 2
