@@ -24,6 +24,18 @@ FINISHED_SCAN_STATUSES: tuple[str, ...] = ("done", "failed")
 # Worth polling again; a status from a newer service is neither, so it is stored and never polled forever.
 UNFINISHED_SCAN_STATUSES: tuple[str, ...] = tuple(s for s in SCAN_STATUSES if s not in FINISHED_SCAN_STATUSES)
 
+# How far back the service lists scans (the contract's Limits): 30 days on Free, one year on Solo and Pro
+# (366 days holds a leap year), and a plan this version does not know gets the year. Nothing scanwatch
+# rebuilds of the past reaches further back than this before its first sync, whatever dates a record carries.
+FREE_SCAN_HISTORY_DAYS = 30
+SCAN_HISTORY_DAYS = 366
+
+
+def history_days_params() -> dict[str, int]:
+    """The SQL parameters `$free_history_days` and `$history_days` of the reconstruction's bounds."""
+    return {"free_history_days": FREE_SCAN_HISTORY_DAYS, "history_days": SCAN_HISTORY_DAYS}
+
+
 # Days an open issue may stay open, from the service's first_seen_at; info issues have none.
 DEFAULT_SLA_DAYS: dict[str, int] = {"critical": 7, "high": 30, "medium": 90, "low": 180}
 SLA_DAYS_VARIABLE = "SCANWATCH_SLA_DAYS"
