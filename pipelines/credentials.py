@@ -49,6 +49,7 @@ class Workspace:
     api_key: str = field(repr=False)
     key_variable: str = "SCANWATCH_API_KEY"
     label: str | None = None
+    url_setting: str = "SCANWATCH_BASE_URL"  # where `base_url` came from, as a line tells the user to fix it
 
     def __repr__(self) -> str:
         return (f"Workspace(name={self.name!r}, base_url={self.base_url!r}, "

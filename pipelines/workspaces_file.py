@@ -144,7 +144,9 @@ def read_workspaces_file(path: Path, env: Mapping[str, str]) -> tuple[Workspace,
         except ConfigError as exc:
             field_name = "base_url" if "base_url" in str(exc) or "BASE_URL" in str(exc) else "api_key_env"
             raise ConfigError(f"{where}: field '{field_name}': {exc}") from None
-        found.append(Workspace(name=name, base_url=base_url, api_key=api_key, key_variable=variable, label=name))
+        url_setting = f"the base_url of workspace {name} in {path}" if given_url else "SCANWATCH_BASE_URL"
+        found.append(Workspace(name=name, base_url=base_url, api_key=api_key, key_variable=variable, label=name,
+                               url_setting=url_setting))
     keys: dict[tuple[str, str], str] = {}
     for ws in found:
         other = keys.setdefault((ws.base_url, ws.api_key), ws.name)
