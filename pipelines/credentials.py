@@ -50,6 +50,7 @@ class Workspace:
     key_variable: str = "SCANWATCH_API_KEY"
     label: str | None = None
     url_setting: str = "SCANWATCH_BASE_URL"  # where `base_url` came from, as a line tells the user to fix it
+    scan_targets: tuple[str, ...] = ()  # what the opt-in scheduled scans start in this workspace
 
     def __repr__(self) -> str:
         return (f"Workspace(name={self.name!r}, base_url={self.base_url!r}, "

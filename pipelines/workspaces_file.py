@@ -39,7 +39,8 @@ from pipelines.credentials import (
 # Prometheus label name for `backfill-prometheus --label`).
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-_FIELDS = {"name", "base_url", "api_key_env"}
+_FIELDS = {"name", "base_url", "api_key_env", "scan_targets"}
+_TARGET_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a target id (a UUID by contract), never a key nor a path
 MAX_FILE_BYTES = 1 << 20  # a thousand workspaces take about 100 KB
 
 
@@ -99,7 +100,8 @@ def _name(path: Path, index: int, entry: Any, seen: set[str]) -> str:
         raise ConfigError(f"{where}: expected a mapping with name and api_key_env")
     unknown = sorted(set(map(str, entry)) - _FIELDS)
     if unknown:
-        raise ConfigError(f"{where}: unknown field {unknown[0]!r} (fields: name, base_url, api_key_env); "
+        raise ConfigError(f"{where}: unknown field {shown(unknown[0], 40)} (fields: name, base_url, api_key_env, "
+                          "scan_targets); "
                           "keys never go in this file, only the name of the variable holding them")
     name = entry.get("name")
     if name is None or name == "":
@@ -111,6 +113,24 @@ def _name(path: Path, index: int, entry: Any, seen: set[str]) -> str:
         raise ConfigError(f"{path}: workspaces[{index}] ({name}): field 'name' repeats an earlier entry")
     seen.add(name)
     return name
+
+
+def _scan_targets(where: str, entry: dict) -> tuple[str, ...]:
+    targets = entry.get("scan_targets") or []
+    if not isinstance(targets, list) or not all(isinstance(t, str) and _TARGET_ID.fullmatch(t)
+                                                and not looks_like_key(t) for t in targets):
+        raise ConfigError(f"{where}: field 'scan_targets' must be a list of target ids of this workspace")
+    return tuple(targets)
+
+
+def read_scan_targets(path: Path) -> dict[str, tuple[str, ...]]:
+    """Each workspace's scheduled-scan targets, without needing the keys (the schedule reads them)."""
+    seen: set[str] = set()
+    found = {}
+    for index, entry in enumerate(_entries(path)):
+        name = _name(path, index, entry, seen)
+        found[name] = _scan_targets(f"{path}: workspaces[{index}] ({name})", entry)
+    return found
 
 
 def read_workspace_names(path: Path) -> list[str]:
@@ -146,7 +166,7 @@ def read_workspaces_file(path: Path, env: Mapping[str, str]) -> tuple[Workspace,
             raise ConfigError(f"{where}: field '{field_name}': {exc}") from None
         url_setting = f"the base_url of workspace {name} in {path}" if given_url else "SCANWATCH_BASE_URL"
         found.append(Workspace(name=name, base_url=base_url, api_key=api_key, key_variable=variable, label=name,
-                               url_setting=url_setting))
+                               url_setting=url_setting, scan_targets=_scan_targets(where, entry)))
     keys: dict[tuple[str, str], str] = {}
     for ws in found:
         other = keys.setdefault((ws.base_url, ws.api_key), ws.name)
