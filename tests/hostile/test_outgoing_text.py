@@ -283,3 +283,30 @@ def test_a_hostile_issue_reaches_slack_email_and_webhook_inert_and_small(hostile
     html = next(p for p in message.walk() if p.get_content_type() == "text/html").get_payload(decode=True).decode()
     assert "&lt;!channel&gt;" in html and "<!channel>" not in html and "<!everyone>" not in html
     assert len(mail[0]) < 64_000
+
+
+def test_grafanas_slack_template_carries_service_text_inert(tmp_path):
+    """Grafana-managed alerting sends labels and annotations through its own contact points: the provisioned
+    `scanwatch.slack.*` templates escape them as the Alertmanager ones do. Grafana embeds Alertmanager's
+    template engine, so amtool renders them as Grafana would."""
+    provisioned = yaml.safe_load((ROOT / "grafana" / "provisioning" / "alerting" / "scanwatch-alerts.yml").read_text())
+    (template,) = [t for t in provisioned.get("templates", []) if t["name"] == "scanwatch"]
+    (tmp_path / "grafana.tmpl").write_text(template["template"])
+    labels = {"alertname": "SecscanNewCriticalIssue", "workspace": "A<c>me", "project": "Shop & <b>Co</b>",
+              "title": SLACK_TITLE, "address": "acme/<shop>", "location": "src/<!here>.py", "family": "code",
+              "control_id": "code.sqli", "issue_id": "i1", "first_seen": "2026-11-01T10:00:00Z"}
+    data = {**_group([{"status": "firing", "labels": labels, "annotations": {"what": "new critical issue",
+                                                                             "runbook": "Fix <it> & go."}}] * 12),
+            "commonLabels": {"alertname": "SecscanNewCriticalIssue", "workspace": "A<c>me"}}
+    (tmp_path / "data.json").write_text(json.dumps(data))
+    out = {}
+    for name in ("scanwatch.slack.title", "scanwatch.slack.text"):
+        done = subprocess.run([require("amtool"), "template", "render", f"--template.glob={tmp_path / 'grafana.tmpl'}",
+                               f"--template.data={tmp_path / 'data.json'}",
+                               f'--template.text={{{{ template "{name}" . }}}}'], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        out[name] = done.stdout
+        assert "<" not in done.stdout and ">" not in done.stdout, (name, done.stdout)
+    assert out["scanwatch.slack.title"] == "12 new critical issues in A&lt;c&gt;me"
+    assert "&lt;!channel&gt; &lt;http://evil.example/login|Reset your password&gt;" in out["scanwatch.slack.text"]
+    assert out["scanwatch.slack.text"].count("• ") == 10 and "12 firing in all" in out["scanwatch.slack.text"]
