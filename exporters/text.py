@@ -18,13 +18,15 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+# The bidirectional marks, embeddings, overrides and isolates: text shown in another order than it is
+# stored. One list for every way out (`pipelines/text.py` escapes them for a terminal, this module removes them).
+BIDI = (0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 # Line breaks of every kind become one space, so words stay apart: CR, LF, VT, FF, NEL, and the Unicode
 # line and paragraph separators.
 _BREAKS = re.compile("[\t\n\v\f\r\x1c-\x1f\x85\u2028\u2029]+")
-# Removed outright: the other C0 and C1 controls and DEL (terminal escapes), the bidirectional marks,
-# embeddings, overrides and isolates (text shown in another order than it is stored), and lone
+# Removed outright: the other C0 and C1 controls and DEL (terminal escapes), the bidi marks, and lone
 # surrogates (not encodable as UTF-8 at all).
-_REMOVED = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_REMOVED = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\ud800-\udfff" + "".join(map(chr, BIDI)) + "]")
 ELLIPSIS = "…"
 
 # Characters each label may keep. The contract allows a site address of 2,048 characters and says nothing
