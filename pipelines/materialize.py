@@ -9,13 +9,15 @@ its SQLite storage from several threads were seen to deadlock.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
+import multiprocessing.queues
 import os
+import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import repeat
 
 import dagster as dg
 
@@ -72,20 +74,7 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
         # In the main thread, where Ctrl-C lands in the run itself.
         return _materialize_workspace(names[0], full_reconcile, console_level)
     if os.environ.get("DAGSTER_HOME"):
-        # A process per run: they overlap like the threads below, and each records into the instance as a
-        # run launched by the daemon would. Ctrl-C reaches every child (one process group) and each stops
-        # its own run; the summary waits for their outcomes.
-        _create_storage()
-        # Never fork this process (it runs threads): a fork server, started clean, imports Dagster and the
-        # assets once and forks each run from there, instead of every run importing them again.
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["pipelines.materialize"])
-        progress = _progress.isEnabledFor(logging.INFO) and bool(_progress.handlers)
-        with ProcessPoolExecutor(max_workers=min(len(names), MAX_RUN_PROCESSES), mp_context=context,
-                                 initializer=_child_started,
-                                 initargs=(progress,)) as pool:
-            return Outcome.combine(list(pool.map(_materialize_workspace, names, repeat(full_reconcile),
-                                                 repeat(console_level))))
+        return Outcome.combine(_in_processes(names, full_reconcile, console_level))
     # Dagster's compute-log capture swaps file descriptors 1 and 2 for each step and puts back what it
     # found; steps of concurrent runs interleave, so the last one may "restore" another's capture file.
     # The terminal's descriptors are put back here, whatever order the runs ended in.
@@ -113,6 +102,30 @@ def show_progress() -> None:
     _progress.setLevel(logging.INFO)
 
 
+def _in_processes(names: list[str], full_reconcile: bool, console_level: str) -> list[Outcome]:
+    """A process per run: they overlap like the threads, and each records into the instance as a run launched
+    by the daemon would. Each run process leads a session of its own, so Ctrl-C reaches this command alone
+    (in the terminal's process group it also reached the helpers Dagster starts per step, which printed a
+    traceback each); this command then interrupts every run, and waits for their outcomes."""
+    _create_storage()
+    # Never fork this process (it runs threads): a fork server, started clean, imports Dagster and the
+    # assets once and forks each run from there, instead of every run importing them again.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["pipelines.materialize"])
+    progress = _progress.isEnabledFor(logging.INFO) and bool(_progress.handlers)
+    pids = context.SimpleQueue()
+    with ProcessPoolExecutor(max_workers=min(len(names), MAX_RUN_PROCESSES), mp_context=context,
+                             initializer=_child_started, initargs=(progress, pids)) as pool:
+        futures = [pool.submit(_materialize_workspace, name, full_reconcile, console_level) for name in names]
+        try:
+            return [future.result() for future in futures]
+        except KeyboardInterrupt:
+            while not pids.empty():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pids.get(), signal.SIGINT)
+            return [future.result() for future in futures if not future.cancel()]
+
+
 def _create_storage() -> None:
     """Create the instance's SQLite storage here, once: runs starting in several processes on a new
     `DAGSTER_HOME` would each create its tables at once and fail ("table runs already exists")."""
@@ -121,7 +134,9 @@ def _create_storage() -> None:
         _ = instance.event_log_storage, instance.schedule_storage
 
 
-def _child_started(progress: bool) -> None:
+def _child_started(progress: bool, pids: multiprocessing.queues.SimpleQueue) -> None:
+    os.setsid()
+    pids.put(os.getpid())
     if progress:
         show_progress()
 

@@ -207,3 +207,34 @@ def test_a_mix_of_slow_down_revoked_and_healthy_workspaces_prints_no_traceback(w
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"failed": ["revoked", "down"], "logged": []}, result
     assert "Traceback" not in done.stderr
+
+
+def test_ctrl_c_during_a_dagster_home_sync_is_one_line_and_no_traceback(worlds):
+    """Ctrl-C in a terminal signals the whole foreground process group: with DAGSTER_HOME that used to include
+    the helpers Dagster starts for each step's logs, which printed a KeyboardInterrupt traceback each."""
+    import signal
+
+    home = worlds.tmp / "dagster_home_ctrl_c"
+    home.mkdir(exist_ok=True)
+    env = {**worlds.env, "DAGSTER_HOME": str(home)}
+    worlds.slow.set_faults(latency_ms=2_000)
+    worlds.fast.set_faults(latency_ms=2_000)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "sync", "--full-reconcile"], env=env,
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        seen = []
+        for line in proc.stderr:  # progress lines: both runs are paging their lists now
+            seen.append(line)
+            if sum(": 1/" in ln for ln in seen) >= 2:
+                break
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does with Ctrl-C
+        _, rest = proc.communicate(timeout=300)
+    finally:
+        worlds.slow.clear_faults()
+        worlds.fast.clear_faults()
+    stderr = "".join(seen) + rest
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert [ln for ln in stderr.splitlines() if ln.startswith("scanwatch ")] == [
+        "scanwatch sync: interrupted; each table keeps its last complete version and the next sync catches up"]
