@@ -20,6 +20,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.utils import floatToGoString
 
 from exporters.catalogue import SERIES, Series
+from exporters.text import label_values
 
 KINDS: dict[str, type] = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily, "info": InfoMetricFamily,
                           "histogram": HistogramMetricFamily}
@@ -45,6 +46,7 @@ class Families:
         if not all(type(v) is str for v in values) or (kind is InfoMetricFamily and not all(
                 type(v) is str for v in value.values())):
             raise TypeError(f"{name}: a label value is not a string")
+        values, value = label_values(labels, values, value)  # service text: one line, capped (exporters/text.py)
         fam = self.items.get(name)
         if fam is None:
             fam = self.items[name] = kind(name, doc, labels=labels, **extra)

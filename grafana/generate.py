@@ -360,6 +360,39 @@ WHAT = ('{{ if eq $labels.change "new" }}new critical issue{{ else if eq $labels
         'open again: its false-positive or accepted-risk mark was withdrawn{{ end }}')
 
 
+ALERTMANAGER_TEMPLATES = HERE.parent / "prometheus" / "templates" / "secscan.tmpl"
+
+
+def _slack_escape() -> str:
+    """Slack's escaping as the Alertmanager templates define it: one rule for both alerting paths."""
+    text = ALERTMANAGER_TEMPLATES.read_text(encoding="utf-8")
+    start = text.index('{{ define "secscan.slack.escape" }}')
+    return text[start:text.index("{{ end }}", start) + len("{{ end }}")]
+
+
+def grafana_slack_template() -> str:
+    """Notification templates for a Grafana Slack contact point (title `{{ template "scanwatch.slack.title" . }}`,
+    text `{{ template "scanwatch.slack.text" . }}`): Grafana's defaults place labels and annotations raw, and
+    Slack would turn a title or file name such as `<!channel>` into a mention. Every value is escaped (the
+    exporter already made it one line and capped it), and a post lists at most 10 issues."""
+    esc = 'template "secscan.slack.escape"'
+    return "\n".join([
+        _slack_escape(),
+        '{{ define "scanwatch.slack.title" }}{{ len .Alerts.Firing }} new critical issue'
+        '{{ if gt (len .Alerts.Firing) 1 }}s{{ end }}{{ with .CommonLabels.workspace }} in {{ ' + esc + ' . }}'
+        '{{ end }}{{ end }}',
+        '{{ define "scanwatch.slack.text" }}{{ range $i, $a := .Alerts.Firing }}{{ if lt $i 10 }}'
+        '• *{{ ' + esc + ' .Labels.title }}* ({{ ' + esc + ' .Annotations.what }})\n'
+        '    {{ ' + esc + ' .Labels.project }} / {{ ' + esc + ' .Labels.address }} · '
+        '`{{ ' + esc + ' .Labels.location }}` · {{ ' + esc + ' .Labels.family }}/{{ ' + esc + ' .Labels.control_id }}'
+        ' · first seen {{ ' + esc + ' .Labels.first_seen }} · issue `{{ ' + esc + ' .Labels.issue_id }}`\n'
+        '{{ end }}{{ end }}{{ if gt (len .Alerts.Firing) 10 }}_{{ len .Alerts.Firing }} firing in all; the first 10 '
+        'are listed_\n{{ end }}{{ with (index .Alerts 0).Annotations.runbook }}_What to do:_ {{ ' + esc + ' . }}'
+        '{{ end }}{{ end }}',
+        "",
+    ])
+
+
 def grafana_alert_rules() -> dict:
     """SecscanNewCriticalIssue as Grafana-managed alerting: one instance per issue, the same fields as the
     Prometheus rule's notification (labels and runbook copied from it)."""
@@ -403,7 +436,16 @@ def grafana_alert_rules() -> dict:
                 "isPaused": False,
             }],
         }],
+        "templates": [{"orgId": 1, "name": "scanwatch", "template": grafana_slack_template()}],
     }
+
+
+class _Readable(yaml.SafeDumper):
+    """Multi-line text (the notification templates) as a YAML literal block, as someone would write it."""
+
+
+_Readable.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
 
 
 def outputs() -> dict[Path, str]:
@@ -412,7 +454,7 @@ def outputs() -> dict[Path, str]:
         HERE / "dashboards" / "scanwatch-overview.json": json.dumps(overview(), indent=2) + "\n",
         HERE / "dashboards" / "scanwatch-project.json": json.dumps(project(), indent=2) + "\n",
         HERE / "provisioning" / "alerting" / "scanwatch-alerts.yml":
-            header + yaml.safe_dump(grafana_alert_rules(), sort_keys=False, width=120),
+            header + yaml.dump(grafana_alert_rules(), Dumper=_Readable, sort_keys=False, width=120, allow_unicode=True),
     }
 
 

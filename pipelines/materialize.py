@@ -1,15 +1,22 @@
 """Run every asset once in-process, as the schedules would, and gather what the CLI reports.
 
 One Dagster run per followed workspace (its partition), all at once: each key has its own rate-limit budget,
-so K workspaces take about as long as the slowest one; their merges take DuckDB's writer in turn.
+so K workspaces take about as long as the slowest one; their merges take DuckDB's writer in turn. Without
+`DAGSTER_HOME` the runs share this process (threads, each with its own ephemeral instance); with it, each run
+is a process of its own recording into that instance, as the schedules' runs do: in-process runs sharing
+its SQLite storage from several threads were seen to deadlock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import multiprocessing
+import multiprocessing.queues
 import os
+import signal
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import dagster as dg
@@ -17,6 +24,10 @@ import dagster as dg
 from pipelines.assets import ALL_ASSETS
 from pipelines.checks import history_checks
 from pipelines.resources import default_resources
+
+# With DAGSTER_HOME each run is a process holding its own Dagster and DuckDB (about 250 MB): at most this many
+# at once, so a workspace waits for a process only behind 8 others still running.
+MAX_RUN_PROCESSES = 8
 
 
 @dataclass
@@ -59,12 +70,11 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
     from pipelines.settings import Settings
 
     names = [workspace] if workspace else Settings.load().workspace_names
-    if len(names) == 1 or os.environ.get("DAGSTER_HOME"):
-        # One at a time in the main thread, where Ctrl-C lands in the run itself. With DAGSTER_HOME the runs
-        # are recorded in its SQLite storage, and in-process runs sharing it from several threads were seen
-        # to deadlock; the schedules' runs, separate processes, still read the workspaces at once.
-        parts = [_materialize_workspace(name, full_reconcile, console_level) for name in names]
-        return Outcome.combine(parts)
+    if len(names) == 1:
+        # In the main thread, where Ctrl-C lands in the run itself.
+        return _materialize_workspace(names[0], full_reconcile, console_level)
+    if os.environ.get("DAGSTER_HOME"):
+        return Outcome.combine(_in_processes(names, full_reconcile, console_level))
     # Dagster's compute-log capture swaps file descriptors 1 and 2 for each step and puts back what it
     # found; steps of concurrent runs interleave, so the last one may "restore" another's capture file.
     # The terminal's descriptors are put back here, whatever order the runs ended in.
@@ -81,12 +91,71 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
     return Outcome.combine(parts)
 
 
+_progress = logging.getLogger("scanwatch.progress")
+
+
+def show_progress() -> None:
+    """The assets' progress lines (`scanwatch.progress`) on stderr, indented under the command's own lines."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("  %(message)s"))
+    _progress.addHandler(handler)
+    _progress.setLevel(logging.INFO)
+
+
+def _in_processes(names: list[str], full_reconcile: bool, console_level: str) -> list[Outcome]:
+    """A process per run: they overlap like the threads, and each records into the instance as a run launched
+    by the daemon would. Each run process leads a session of its own, so Ctrl-C reaches this command alone
+    (in the terminal's process group it also reached the helpers Dagster starts per step, which printed a
+    traceback each); this command then interrupts every run, and waits for their outcomes."""
+    _create_storage()
+    # Never fork this process (it runs threads): a fork server, started clean, imports Dagster and the
+    # assets once and forks each run from there, instead of every run importing them again.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["pipelines.materialize"])
+    progress = _progress.isEnabledFor(logging.INFO) and bool(_progress.handlers)
+    pids = context.SimpleQueue()
+    with ProcessPoolExecutor(max_workers=min(len(names), MAX_RUN_PROCESSES), mp_context=context,
+                             initializer=_child_started, initargs=(progress, pids)) as pool:
+        futures = [pool.submit(_materialize_workspace, name, full_reconcile, console_level) for name in names]
+        try:
+            return [future.result() for future in futures]
+        except KeyboardInterrupt:
+            while not pids.empty():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pids.get(), signal.SIGINT)
+            return [future.result() for future in futures if not future.cancel()]
+
+
+def _create_storage() -> None:
+    """Create the instance's SQLite storage here, once: runs starting in several processes on a new
+    `DAGSTER_HOME` would each create its tables at once and fail ("table runs already exists")."""
+    with dg.DagsterInstance.get() as instance:
+        instance.get_runs(limit=1)
+        _ = instance.event_log_storage, instance.schedule_storage
+
+
+def _child_started(progress: bool, pids: multiprocessing.queues.SimpleQueue) -> None:
+    os.setsid()
+    pids.put(os.getpid())
+    if progress:
+        show_progress()
+
+
 def _instance() -> dg.DagsterInstance:
     return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
 
 
 def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: str) -> Outcome:
-    instance = _instance()
+    # Closed here, in the thread that opened it: an ephemeral instance keeps its events in an in-memory SQLite
+    # database, and one left to the garbage collector is closed from whichever thread collects it, where
+    # SQLAlchemy prints a traceback per connection ("SQLite objects created in a thread can only be used in
+    # that same thread"): 6 of them for a mix of failing and healthy workspaces, 15 for 50 workspaces.
+    with _instance() as instance:
+        return _materialize_in(instance, workspace, full_reconcile, console_level)
+
+
+def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile: bool,
+                    console_level: str) -> Outcome:
     run_config = {
         "ops": {"issues": {"config": {"full_reconcile": full_reconcile}},
                 "scans": {"config": {"all_projects": full_reconcile}}},

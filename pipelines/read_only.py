@@ -58,6 +58,7 @@ def execute_read_only(db: Path, sql: str, *, timeout: float | None = DEFAULT_TIM
     timer = threading.Timer(timeout, con.interrupt) if timeout is not None else None
     try:
         con.execute("SET TimeZone = 'UTC'")
+        _check_schema(con, db)
         if workspace is not None:
             from pipelines.workspace_scope import UnknownWorkspaceError, scope_to_workspace
 
@@ -81,6 +82,17 @@ def execute_read_only(db: Path, sql: str, *, timeout: float | None = DEFAULT_TIM
         if timer is not None:
             timer.cancel()
         con.close()
+
+
+def _check_schema(con: Any, db: Path) -> None:
+    """A history older than this code lacks tables and views the cookbook reads: say so, not DuckDB's
+    catalog error. Only a sync may upgrade it (this door opens the file read-only)."""
+    from pipelines.storage.db import latest_version, schema_version
+
+    have, want = schema_version(con), latest_version()
+    if 0 < have < want:  # 0: no migration table, a file scanwatch never wrote; it is read as it is
+        raise ReadRefused(f"the history at {db} is at schema {have}, older than this scanwatch's {want}: run "
+                          "scanwatch sync once to bring it up to date (every row is kept), then query it")
 
 
 def _single_read_statement(con: Any, sql: str) -> str:

@@ -61,6 +61,7 @@ class ScanningServiceResource(dg.ConfigurableResource):
         client = ScanningClient(
             ws.base_url, ws.api_key, transport=self.transport(), timeout=self.timeout_seconds,
             concurrency=self.concurrency, page_size=self.page_size, sync_deadline=sync_deadline,
+            key_setting=ws.key_variable, url_setting=ws.url_setting,
         )
         try:
             yield client

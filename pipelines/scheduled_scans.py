@@ -26,7 +26,7 @@ class ScheduledScansConfig(dg.Config):
     quota_reserve: int = 5  # scans of each quota kind left untouched for people
     poll_seconds: float = 4.0  # the service asks for one poll every 3 to 5 seconds
     timeout_seconds: float = 900.0
-    workspace: str = ""  # the followed workspace the targets belong to (default: the first one listed)
+    workspace: str = ""  # the followed workspace the targets belong to (default: the only one followed)
 
 
 # A refusal that concerns one target (or is worth retrying next tick): recorded, and the other targets go on.
@@ -46,7 +46,9 @@ def start_and_wait_for_scans(
         skips.append({"target_id": target_id, "kind": kind, "status": status, "reason": reason, "detail": detail})
         context.log.warning("target %s not scanned (%s): %s", target_id, reason, detail)
 
-    with scanning_service.client(config.workspace or Settings.load().workspace_names[0]) as client:
+    workspace_name = config.workspace or _only_workspace()
+    context.log.info("scheduled scans of workspace %s: %d target(s)", workspace_name, len(config.target_ids))
+    with scanning_service.client(workspace_name) as client:
         account = client.get_account()
         budget = Budget.from_account(account, config.quota_reserve)
         features = account.get("features") or {}
@@ -116,17 +118,27 @@ def scheduled_scans_job():
     start_and_wait_for_scans()
 
 
-def _targets() -> list[str]:
-    return [t for t in Settings.load().scan_targets]
+def _only_workspace() -> str:
+    """A run that names no workspace is for the only one followed; with several, which is not a guess."""
+    names = Settings.load().workspace_names
+    if len(names) != 1:
+        raise dg.Failure(f"scheduled scans: name the workspace of the targets in the run config "
+                         f"(ops.start_and_wait_for_scans.config.workspace: one of {', '.join(names)})")
+    return names[0]
 
 
 @dg.schedule(job=scheduled_scans_job, cron_schedule=Settings.load().scan_cron,
              default_status=dg.DefaultScheduleStatus.STOPPED)
 def scheduled_scans_schedule(context: dg.ScheduleEvaluationContext):
-    """Targets from SCANWATCH_SCAN_TARGETS (comma-separated ids); the tick keys each scan's idempotency."""
-    targets = _targets()
-    if not targets:
-        return dg.SkipReason("SCANWATCH_SCAN_TARGETS is empty")
+    """One run per workspace with targets (SCANWATCH_SCAN_TARGETS for the one workspace of the two variables,
+    each entry's scan_targets in the workspaces file), with that workspace's key; the tick keys each scan's
+    idempotency."""
     tick = context.scheduled_execution_time.astimezone(UTC).strftime("%Y%m%dT%H%M")
-    return dg.RunRequest(run_key=tick, run_config={"ops": {"start_and_wait_for_scans": {"config": {
-        "target_ids": [t.strip() for t in targets], "tick": tick}}}})
+    requests = [
+        dg.RunRequest(run_key=f"{workspace}-{tick}", tags={"scanwatch/workspace": workspace},
+                      run_config={"ops": {"start_and_wait_for_scans": {"config": {
+                          "target_ids": list(targets), "tick": tick, "workspace": workspace}}}})
+        for workspace, targets in Settings.load().scan_targets.items() if targets
+    ]
+    return requests or dg.SkipReason("no scan targets: set SCANWATCH_SCAN_TARGETS, or scan_targets under a "
+                                     "workspace of SCANWATCH_WORKSPACES_FILE")

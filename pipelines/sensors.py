@@ -1,11 +1,20 @@
 """Refresh a project soon after one of its scans finishes, instead of waiting for the next schedule tick."""
 
 import hashlib
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import dagster as dg
 import duckdb
 
-from pipelines.api import ApiConnectionError, ApiError, MalformedResponseError, NotFoundError, ServerError
+from pipelines.api import (
+    ApiConnectionError,
+    ApiError,
+    DeadlineExceededError,
+    MalformedResponseError,
+    NotFoundError,
+    ServerError,
+)
 from pipelines.assets.step import current_workspace
 from pipelines.jobs import project_refresh_job
 from pipelines.partitions import WORKSPACES
@@ -14,6 +23,11 @@ from pipelines.sqlfiles import read_sql
 from pipelines.vocabulary import UNFINISHED_SCAN_STATUSES
 
 MAX_POLLS_PER_TICK = 20  # bounded: the sensor must not eat the rate limit the schedules need
+# Dagster stops a sensor tick at 60 s. Every workspace is polled at once, each within this budget (its
+# requests time out inside it, and none starts past it), so a tick ends in about 20 s whatever one
+# workspace's service does, and a slow workspace never costs another its run request.
+WORKSPACE_BUDGET_SECONDS = 20.0
+MAX_WORKSPACES_AT_ONCE = 32
 
 
 @dg.sensor(job=project_refresh_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
@@ -22,12 +36,27 @@ def scan_finished_sensor(
 ):
     """Polls the scans the history still holds as queued or running (one request each, at most 20 a minute per
     workspace, each with its own key) and asks for a refresh of the projects whose scans have finished. A
-    scan that answers 404 asks for one too: the refresh settles it as gone, and nothing polls it again. One
-    bad scan never stops the others, and a refused credential or plan is one skip line for its workspace,
-    never a failed tick nor a stop for the other workspaces."""
+    scan that answers 404 asks for one too: the refresh settles it as gone, and nothing polls it again. Every
+    workspace is polled at once within its own 20 s budget: a slow, failing or refused workspace is one skip
+    line of its own and never delays another's run request, nor the tick past Dagster's limit."""
+    names = WORKSPACES.get_partition_keys()
+    deadline = time.time() + WORKSPACE_BUDGET_SECONDS
+    pool = ThreadPoolExecutor(max_workers=min(len(names), MAX_WORKSPACES_AT_ONCE), thread_name_prefix="scan-poll")
+    try:
+        futures = {name: pool.submit(_finished_in, context, scanning_service, history, name, deadline)
+                   for name in names}
+        wait(futures.values(), timeout=WORKSPACE_BUDGET_SECONDS + 5)  # a last answer may still be arriving
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     requests, waiting = [], []
-    for workspace in WORKSPACES.get_partition_keys():
-        found = _finished_in(context, scanning_service, history, workspace)
+    for workspace, future in futures.items():
+        if future.cancelled() or not future.done():
+            found: list[tuple[str, str]] | str = (f"not polled within its {WORKSPACE_BUDGET_SECONDS:g} s budget "
+                                                  "(a slow service); polled again next tick")
+        elif future.exception() is not None:
+            found = f"not polled: {type(future.exception()).__name__}: {future.exception()}"
+        else:
+            found = future.result()
         if isinstance(found, str):
             waiting.append(f"{workspace}: {found}")
             continue
@@ -38,12 +67,15 @@ def scan_finished_sensor(
             run_config={"ops": {"issues": {"config": {"project_ids": projects}}}},
             tags={"scanwatch/trigger": "scan_finished"},
         ))
+    for line in waiting if requests else []:  # with runs requested, the skip reason is not shown: log it
+        context.log.info(line)
     return requests or dg.SkipReason("; ".join(waiting))
 
 
 def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceResource, history: HistoryResource,
-                 workspace: str) -> list[tuple[str, str]] | str:
-    """This workspace's queued scans that have finished (or vanished), or why there is nothing to ask for."""
+                 workspace: str, deadline: float) -> list[tuple[str, str]] | str:
+    """This workspace's queued scans that have finished (or vanished), or why there is nothing to ask for;
+    no request starts past `deadline`, and none waits past it."""
     label = service.workspace(workspace).label
     try:
         # Read-only and brief: a run writing the history holds DuckDB's lock, and then this tick just waits.
@@ -58,22 +90,33 @@ def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceRe
     if not pending:
         return "no queued scans in the history"
     finished: list[tuple[str, str]] = []
+    polled = 0
     try:
-        with service.client(workspace) as client:
+        with service.client(workspace, sync_deadline=deadline) as client:
             for sid, pid in pending:
+                if time.time() >= deadline:
+                    break
                 try:
                     status = client.get_scan(sid).get("status")
                 except NotFoundError:
-                    finished.append((sid, pid))
-                    continue
+                    status = None  # vanished: the refresh settles it as gone
+                except DeadlineExceededError:  # the budget ran out during this poll
+                    break
                 except (ServerError, ApiConnectionError, MalformedResponseError) as exc:
-                    context.log.warning("scan %s not polled this tick: %s", sid, exc)
+                    context.log.warning("workspace %s: scan %s not polled this tick: %s", workspace, sid, exc)
+                    polled += 1
                     continue
+                polled += 1
                 if status not in UNFINISHED_SCAN_STATUSES:
                     finished.append((sid, pid))
     except ApiError as exc:  # the credential, plan or rate limit of this workspace: the others are polled anyway
         return f"scans not polled: {exc}"
-    return finished or f"{len(pending)} scan(s) still running"
+    if finished:
+        return finished
+    if polled < len(pending):
+        return (f"{len(pending) - polled} of {len(pending)} queued scan(s) not polled within the "
+                f"{WORKSPACE_BUDGET_SECONDS:g} s budget; polled again next tick")
+    return f"{len(pending)} scan(s) still running"
 
 
 @dg.run_failure_sensor(default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=30)

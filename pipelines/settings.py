@@ -91,8 +91,20 @@ class Settings:
         return self.get("SCANWATCH_SCAN_CRON", "0 3 * * *")
 
     @property
-    def scan_targets(self) -> list[str]:
-        return [t.strip() for t in self.get("SCANWATCH_SCAN_TARGETS").split(",") if t.strip()]
+    def scan_targets(self) -> dict[str, tuple[str, ...]]:
+        """The opt-in scheduled scans' targets of each workspace: `SCANWATCH_SCAN_TARGETS` for the one workspace
+        of the two variables, each entry's `scan_targets` with a workspaces file (a target belongs to one
+        workspace, and only its key may start a scan of it)."""
+        listed = tuple(t.strip() for t in self.get("SCANWATCH_SCAN_TARGETS").split(",") if t.strip())
+        if self.workspaces_file is None:
+            return {DEFAULT_WORKSPACE: listed}
+        if listed:
+            raise ConfigError("SCANWATCH_SCAN_TARGETS is for the one workspace of SCANWATCH_BASE_URL: with "
+                              "SCANWATCH_WORKSPACES_FILE, list each workspace's targets under its entry's "
+                              "scan_targets")
+        from pipelines.workspaces_file import read_scan_targets
+
+        return read_scan_targets(self.workspaces_file)
 
     # The exporter's defaults for its flags.
     @property
@@ -136,6 +148,17 @@ class Settings:
         where = f"in {self.workspaces_file}" if self.workspaces_file else "(no SCANWATCH_WORKSPACES_FILE is set)"
         raise ConfigError(f"no workspace named {name!r} {where}; "
                           f"followed: {', '.join(ws.name for ws in self.workspaces)}")
+
+    @property
+    def sla_days(self) -> dict[str, int]:
+        """The SLA per severity from `SCANWATCH_SLA_DAYS`, checked: a sync asks before it reads anything, so a
+        bad value fails in one line before the ingestion rather than at the snapshot, after it."""
+        from pipelines.vocabulary import sla_policy
+
+        try:
+            return sla_policy(self._env)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
     @property
     def sync_deadline_seconds(self) -> float:

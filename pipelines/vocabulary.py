@@ -24,9 +24,22 @@ FINISHED_SCAN_STATUSES: tuple[str, ...] = ("done", "failed")
 # Worth polling again; a status from a newer service is neither, so it is stored and never polled forever.
 UNFINISHED_SCAN_STATUSES: tuple[str, ...] = tuple(s for s in SCAN_STATUSES if s not in FINISHED_SCAN_STATUSES)
 
+# How far back the service lists scans (the contract's Limits): 30 days on Free, one year on Solo and Pro
+# (366 days holds a leap year), and a plan this version does not know gets the year. Nothing scanwatch
+# rebuilds of the past reaches further back than this before its first sync, whatever dates a record carries.
+FREE_SCAN_HISTORY_DAYS = 30
+SCAN_HISTORY_DAYS = 366
+
+
+def history_days_params() -> dict[str, int]:
+    """The SQL parameters `$free_history_days` and `$history_days` of the reconstruction's bounds."""
+    return {"free_history_days": FREE_SCAN_HISTORY_DAYS, "history_days": SCAN_HISTORY_DAYS}
+
+
 # Days an open issue may stay open, from the service's first_seen_at; info issues have none.
 DEFAULT_SLA_DAYS: dict[str, int] = {"critical": 7, "high": 30, "medium": 90, "low": 180}
 SLA_DAYS_VARIABLE = "SCANWATCH_SLA_DAYS"
+MAX_SLA_DAYS = 3650  # ten years: longer is no SLA, and day counts past it overflow the SQL's intervals
 
 
 def sla_policy(env: Mapping[str, str] | None = None, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -38,14 +51,16 @@ def sla_policy(env: Mapping[str, str] | None = None, overrides: Mapping[str, int
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, value = part.partition("=")
         key = key.strip().lower()
-        if key not in sla or not value.strip().isdigit() or int(value) <= 0:
+        value = value.strip()
+        if key not in sla or not (value.isascii() and value.isdigit()) or not 0 < int(value) <= MAX_SLA_DAYS:
             raise ValueError(
-                f"{SLA_DAYS_VARIABLE}: {part!r} is not severity=days with severity in {', '.join(sla)} "
-                "and days a positive integer"
+                f"{SLA_DAYS_VARIABLE}: {part[:40]!r} is not severity=days with severity in {', '.join(sla)} "
+                f"and days a whole number from 1 to {MAX_SLA_DAYS}"
             )
         sla[key] = int(value)
     for key, days in (overrides or {}).items():
-        if key not in sla or int(days) <= 0:
-            raise ValueError(f"sla_days: {key}={days} is not a severity in {', '.join(sla)} with positive days")
+        if key not in sla or not 0 < int(days) <= MAX_SLA_DAYS:
+            raise ValueError(f"sla_days: {key}={days} is not a severity in {', '.join(sla)} with days from 1 "
+                             f"to {MAX_SLA_DAYS}")
         sla[key] = int(days)
     return sla

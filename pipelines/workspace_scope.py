@@ -1,8 +1,11 @@
-"""`--workspace NAME` for read-only SQL: every query, cookbook or ad hoc, sees one workspace's rows.
+"""`--workspace NAME` for read-only SQL: a filter, so the cookbook and queries on the history's own names
+show one workspace's rows.
 
 Each history table that carries `workspace_id` is shadowed, for this connection only, by a temporary view
 of the named workspace's rows; views of the history (such as `open_issues_now`) read through them too.
 So the cookbook's files need no workspace parameter, and a query a user copied from them keeps working.
+It is not a boundary: the file stays open, and a qualified name (`h.main.issues`) or `duckdb_tables()`
+reaches every workspace; who may read the history file is the boundary (docs/workspaces.md).
 """
 
 from __future__ import annotations

@@ -10,39 +10,85 @@ workspaces:
 ```
 
 Keys never sit in the file, only the names of the variables that hold them. Every problem is one line
-naming the file, the entry and the field, raised before anything is synced.
+naming the file, the entry and the field, raised before anything is synced. The file is read bounded (a
+regular file of at most 1 MiB: never a FIFO that waits for a writer, nor `/dev/zero`), YAML anchors and
+aliases are refused before anything is built from them (an alias bomb of a few lines expands to gigabytes),
+and no value that looks like a key is ever quoted back.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pipelines.credentials import ConfigError, Workspace, check_api_key, check_base_url
+from pipelines.credentials import (
+    ConfigError,
+    Workspace,
+    check_api_key,
+    check_base_url,
+    looks_like_key,
+    shown,
+)
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
-_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_FIELDS = {"name", "base_url", "api_key_env"}
+# One home for what a name is, always used with fullmatch (`$` would also match before a final newline): a
+# followed workspace's name, and an identifier (an environment variable's name, which is also the rule of a
+# Prometheus label name for `backfill-prometheus --label`).
+NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_FIELDS = {"name", "base_url", "api_key_env", "scan_targets"}
+_TARGET_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a target id (a UUID by contract), never a key nor a path
+MAX_FILE_BYTES = 1 << 20  # a thousand workspaces take about 100 KB
 
 
-def _entries(path: Path) -> list[Any]:
+def _read_bounded(path: Path) -> str:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise ConfigError(f"SCANWATCH_WORKSPACES_FILE names {path}, which does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"{path} is not a regular file: point SCANWATCH_WORKSPACES_FILE at the YAML file "
+                              "listing the workspaces")
+        data = b""
+        while len(data) <= MAX_FILE_BYTES and (chunk := os.read(fd, MAX_FILE_BYTES + 1 - len(data))):
+            data += chunk
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"{path} is larger than 1 MiB: it is not a workspaces file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: cannot be read (not UTF-8 text)") from None
+
+
+def _parse(path: Path, text: str) -> Any:
     import yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"SCANWATCH_WORKSPACES_FILE names {path}, which does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
-    try:
-        doc = yaml.safe_load(text)
+        # Anchors and aliases first, from the event stream (linear in the text): nothing is built from them.
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise ConfigError(f"{path}: line {event.start_mark.line + 1}: YAML anchors and aliases are not "
+                                  "accepted in the workspaces file: write each entry out")
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "not valid YAML"
         raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
+
+
+def _entries(path: Path) -> list[Any]:
+    doc = _parse(path, _read_bounded(path))
     if not isinstance(doc, dict) or not isinstance(doc.get("workspaces"), list) or not doc["workspaces"]:
         raise ConfigError(f"{path}: expected a top-level 'workspaces:' list with at least one entry")
     return doc["workspaces"]
@@ -54,18 +100,37 @@ def _name(path: Path, index: int, entry: Any, seen: set[str]) -> str:
         raise ConfigError(f"{where}: expected a mapping with name and api_key_env")
     unknown = sorted(set(map(str, entry)) - _FIELDS)
     if unknown:
-        raise ConfigError(f"{where}: unknown field {unknown[0]!r} (fields: name, base_url, api_key_env); "
+        raise ConfigError(f"{where}: unknown field {shown(unknown[0], 40)} (fields: name, base_url, api_key_env, "
+                          "scan_targets); "
                           "keys never go in this file, only the name of the variable holding them")
     name = entry.get("name")
     if name is None or name == "":
         raise ConfigError(f"{where}: field 'name' is missing")
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ConfigError(f"{where}: field 'name' must be a short label of lower-case letters, digits, '-' "
-                          f"or '_' (at most 40), got {str(name)[:60]!r}")
+                          f"or '_' (at most 40), got {shown(name)}")
     if name in seen:
         raise ConfigError(f"{path}: workspaces[{index}] ({name}): field 'name' repeats an earlier entry")
     seen.add(name)
     return name
+
+
+def _scan_targets(where: str, entry: dict) -> tuple[str, ...]:
+    targets = entry.get("scan_targets") or []
+    if not isinstance(targets, list) or not all(isinstance(t, str) and _TARGET_ID.fullmatch(t)
+                                                and not looks_like_key(t) for t in targets):
+        raise ConfigError(f"{where}: field 'scan_targets' must be a list of target ids of this workspace")
+    return tuple(targets)
+
+
+def read_scan_targets(path: Path) -> dict[str, tuple[str, ...]]:
+    """Each workspace's scheduled-scan targets, without needing the keys (the schedule reads them)."""
+    seen: set[str] = set()
+    found = {}
+    for index, entry in enumerate(_entries(path)):
+        name = _name(path, index, entry, seen)
+        found[name] = _scan_targets(f"{path}: workspaces[{index}] ({name})", entry)
+    return found
 
 
 def read_workspace_names(path: Path) -> list[str]:
@@ -83,7 +148,10 @@ def read_workspaces_file(path: Path, env: Mapping[str, str]) -> tuple[Workspace,
         variable = entry.get("api_key_env")
         if not variable:
             raise ConfigError(f"{where}: field 'api_key_env' is missing: name the variable that holds the key")
-        if not isinstance(variable, str) or not _VARIABLE.match(variable):
+        if isinstance(variable, str) and looks_like_key(variable):
+            raise ConfigError(f"{where}: field 'api_key_env' holds a key itself: put the key in an environment "
+                              "variable and name that variable here (keys never go in this file)")
+        if not isinstance(variable, str) or not IDENTIFIER.fullmatch(variable):
             raise ConfigError(f"{where}: field 'api_key_env' must be an environment variable's name")
         default_url = env.get("SCANWATCH_BASE_URL") or ""
         given_url = entry.get("base_url")
@@ -96,7 +164,9 @@ def read_workspaces_file(path: Path, env: Mapping[str, str]) -> tuple[Workspace,
         except ConfigError as exc:
             field_name = "base_url" if "base_url" in str(exc) or "BASE_URL" in str(exc) else "api_key_env"
             raise ConfigError(f"{where}: field '{field_name}': {exc}") from None
-        found.append(Workspace(name=name, base_url=base_url, api_key=api_key, key_variable=variable, label=name))
+        url_setting = f"the base_url of workspace {name} in {path}" if given_url else "SCANWATCH_BASE_URL"
+        found.append(Workspace(name=name, base_url=base_url, api_key=api_key, key_variable=variable, label=name,
+                               url_setting=url_setting, scan_targets=_scan_targets(where, entry)))
     keys: dict[tuple[str, str], str] = {}
     for ws in found:
         other = keys.setdefault((ws.base_url, ws.api_key), ws.name)

@@ -23,6 +23,9 @@ from pipelines.credentials import mask_key
 
 from .bounds import DEFAULT_BOUNDS, BodyTooLarge, Bounds, DeadlineExceeded, UnsupportedEncoding, read_capped
 from .errors import (
+    KEY_SETTING,
+    URL_SETTING,
+    ApiError,
     DeadlineExceededError,
     MalformedResponseError,
     ResponseTooLargeError,
@@ -112,6 +115,8 @@ class ScanningClient:
         share_pacer: bool = True,
         bounds: Bounds = DEFAULT_BOUNDS,
         sync_deadline: float | None = None,
+        key_setting: str = KEY_SETTING,
+        url_setting: str = URL_SETTING,
     ) -> None:
         if not 1 <= page_size <= 100:
             raise ValueError("page_size must be between 1 and 100 (the service's limit)")
@@ -125,6 +130,8 @@ class ScanningClient:
         self.bounds = bounds
         # When the whole sync must be over, on ``clock``: no request starts, and no wait runs, past it.
         self.sync_deadline = sync_deadline
+        # What a line must name for this workspace: its key's variable and where its address came from.
+        self.key_setting, self.url_setting = key_setting, url_setting
         self._timeout = timeout
         self._sleep = sleep
         self._clock = clock
@@ -183,8 +190,26 @@ class ScanningClient:
         """Send one logical request (with its retries) and return the decoded body.
 
         ``route`` is the spec's path template (``/projects/{project_id}``): it names the route in stats, logs
-        and errors and decides the scope a 403 names; ids are quoted into it here.
+        and errors and decides the scope a 403 names; ids are quoted into it here. Every error leaving here
+        names this client's workspace settings.
         """
+        try:
+            return self._request(method, route, path_params=path_params, params=params, json=json,
+                                 idempotency_key=idempotency_key, check=check)
+        except ApiError as err:
+            raise err.for_settings(self.key_setting, self.url_setting)  # noqa: B904 - the same error, renamed
+
+    def _request(
+        self,
+        method: str,
+        route: str,
+        *,
+        path_params: dict[str, str] | None,
+        params: dict[str, Any] | None,
+        json: Any,
+        idempotency_key: str | None,
+        check: Callable[[Any], dict[str, Any]],
+    ) -> dict[str, Any]:
         method = method.upper()
         if method == "POST" and not idempotency_key:
             raise ValueError("every POST needs an idempotency_key, so that a retry never spends quota twice")

@@ -25,6 +25,11 @@ ROUTE_SCOPES: dict[str, str] = {
     "PATCH /issues/{issue_id}": "issues:write",
 }
 
+# The settings the messages name by default: the one workspace of the two variables. An error from a client
+# of a workspace listed in SCANWATCH_WORKSPACES_FILE names that workspace's own (`ApiError.for_settings`).
+KEY_SETTING = "SCANWATCH_API_KEY"
+URL_SETTING = "SCANWATCH_BASE_URL"
+
 QUOTA_CODES = frozenset({"scan_quota_exceeded", "audit_quota_exceeded", "fix_quota_exceeded"})
 PLAN_GATE_CODES = frozenset({"api_plan_required", "api_trial_ended"})
 
@@ -34,7 +39,15 @@ def _one_line(text: str | None) -> str:
 
 
 class ApiError(Exception):
-    """Any failure talking to the service; the fields are those of the spec's error envelope."""
+    """Any failure talking to the service; the fields are those of the spec's error envelope.
+
+    Messages are written naming `SCANWATCH_API_KEY` and `SCANWATCH_BASE_URL`; `key_setting` and
+    `url_setting` say what those stand for in this error's workspace (its key's variable, where its address
+    came from), and `str()` reads them, so a line never sends a user to fix a variable that is not theirs.
+    """
+
+    key_setting = KEY_SETTING
+    url_setting = URL_SETTING
 
     def __init__(
         self,
@@ -64,6 +77,12 @@ class ApiError(Exception):
         self._summary = _one_line(summary) if summary else None
         super().__init__(str(self))
 
+    def for_settings(self, key_setting: str, url_setting: str) -> ApiError:
+        """The same error told with the workspace's own settings (its key's variable, its address's source)."""
+        self.key_setting, self.url_setting = key_setting, url_setting
+        self.args = (str(self),)
+        return self
+
     def with_summary(self, summary: str) -> ApiError:
         """The same error told better by a caller that knows more (e.g. a list that kept changing)."""
         self._summary = _one_line(summary)
@@ -82,6 +101,7 @@ class ApiError(Exception):
         body = (self._summary or self.describe()).rstrip(". ")
         # The service's page for this error says what it means and what to do: the line names it.
         docs = f". Docs: {_one_line(self.doc_url)[:200]}" if self.doc_url else ""
+        body = body.replace(KEY_SETTING, self.key_setting).replace(URL_SETTING, self.url_setting)
         return f"{body}{docs}. Request-Id: {self.request_id or 'none'}"
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from exporters.catalogue import RULE_SERIES, past_series
+from exporters.text import label_values
 
 # The families /metrics serves that the past can be rebuilt for, with the exporter's own labels (the catalogue's).
 FAMILIES: dict[str, tuple[str, ...]] = {s.name: s.labels for s in past_series()}
@@ -89,6 +90,7 @@ def escape(value: str) -> str:
 
 
 def sample_line(name: str, labels: Mapping[str, str], ts: float, value: float) -> str:
+    labels = dict(zip(labels, label_values(list(labels), list(labels.values()))[0], strict=True))  # as /metrics
     body = ",".join(f'{k}="{escape(v)}"' for k, v in labels.items())
     number = repr(float(value)) if math.isfinite(value) else ("NaN" if math.isnan(value) else
                                                                ("+Inf" if value > 0 else "-Inf"))

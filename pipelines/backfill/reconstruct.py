@@ -15,6 +15,7 @@ import duckdb
 
 from pipelines.sqlfiles import execute_file, read_sql, transaction
 from pipelines.storage.entities import SEVERITIES
+from pipelines.vocabulary import history_days_params
 
 DAY = timedelta(days=1)
 
@@ -66,7 +67,7 @@ def set_instants(conn: duckdb.DuckDBPyConnection, start: datetime, stop: datetim
 
 def bounds(conn: duckdb.DuckDBPyConnection, workspace_id: str) -> tuple[datetime | None, date | None, date | None]:
     """(first observation, first day to rebuild, last day to rebuild), after `prepare`."""
-    rows = conn.execute(_sql("bounds"), {"workspace_id": workspace_id}).fetchall()
+    rows = conn.execute(_sql("bounds"), {"workspace_id": workspace_id, **history_days_params()}).fetchall()
     if not rows:
         return None, None, None
     first_observed_at, first_day, last_day = rows[0]

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines import milestones
 from pipelines.backfill import reconstruct as rc
 from pipelines.backfill.openmetrics import (
     Spool,
@@ -41,6 +43,7 @@ from pipelines.backfill.openmetrics import (
     spool_rows,
 )
 from pipelines.sqlfiles import read_sql
+from pipelines.vocabulary import history_days_params
 
 # promtool cuts blocks at this size (a hidden flag of 2.42): a year of days is a few blocks, not 365.
 MAX_BLOCK_DURATION = "1458h"
@@ -79,6 +82,22 @@ def find_tool(name: str) -> str:
     return path
 
 
+def check_data_dir(path: Path) -> None:
+    """Blocks go only into an empty (or new) directory or Prometheus's own data directory: never through a
+    symbolic link, into a file's place, or among someone else's files (`--data-dir /etc`)."""
+    if path.is_symlink():
+        raise BackfillError(f"--data-dir {path} is a symbolic link: give the Prometheus data directory itself")
+    if path.exists() and not path.is_dir():
+        raise BackfillError(f"--data-dir {path} is not a directory: give Prometheus's --storage.tsdb.path")
+    if not path.exists():
+        return
+    entries = list(path.iterdir())
+    ours = (path / "wal").is_dir() or any((e / "meta.json").is_file() for e in entries if e.is_dir())
+    if entries and not ours:
+        raise BackfillError(f"--data-dir {path} is not empty and not a Prometheus data directory (no wal/ nor "
+                            "blocks): give Prometheus's --storage.tsdb.path, or a new empty directory")
+
+
 def _floor(moment: datetime, step: timedelta) -> datetime:
     seconds = int(step.total_seconds())
     return datetime.fromtimestamp(math.floor(moment.timestamp() / seconds) * seconds, tz=UTC)
@@ -94,8 +113,9 @@ def write_series(conn: duckdb.DuckDBPyConnection, plan: Plan, path: Path) -> Out
     try:
         for workspace_id, _ in rc.workspaces(conn):
             rc.prepare(conn, workspace_id)
-            first_data, first_observed_at = conn.execute(read_sql("backfill/prometheus_bounds.sql"),
-                                                         {"workspace_id": workspace_id}).fetchall()[0]
+            first_data, first_observed_at = conn.execute(
+                read_sql("backfill/prometheus_bounds.sql"),
+                {"workspace_id": workspace_id, **history_days_params()}).fetchall()[0]
             if first_data is None or first_observed_at is None:
                 continue
             stop = min(plan.end, first_observed_at) if plan.end else first_observed_at
@@ -148,11 +168,21 @@ def scratch_prometheus(binary: str, data_dir: Path, work: Path) -> Iterator[str]
     config.write_text("global: {}\n", encoding="utf-8")
     port = _free_port()
     log = open(work / "prometheus.log", "w", encoding="utf-8")  # noqa: SIM115
-    proc = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={data_dir}",
-                             "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=log, stderr=subprocess.STDOUT)
+    # A signal between the start and the `try` would leave a Prometheus with a 100-year retention running:
+    # held until the `finally` that stops it is in place. (Prometheus, a Go program, installs its own
+    # SIGTERM handler whatever mask it inherits: stop_process still stops it at once.)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        proc = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={data_dir}",
+                                 "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
+                                stdout=log, stderr=subprocess.STDOUT)
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        log.close()
+        raise
     url = f"http://127.0.0.1:{port}"
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -164,6 +194,7 @@ def scratch_prometheus(binary: str, data_dir: Path, work: Path) -> Iterator[str]
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise BackfillError(f"a scratch Prometheus over the new blocks did not start; log: {log.name}")
             time.sleep(0.2)
+        milestones.reached("backfill.scratch_ready")
         yield url
     finally:
         stop_process(proc)

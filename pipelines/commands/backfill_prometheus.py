@@ -10,21 +10,29 @@ the old blocks.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-_DURATION = re.compile(r"^(\d+)([mhd])$")
+_DURATION = re.compile(r"(\d{1,6})([mhd])")
+# A sample every 15 minutes is already 35,000 a series over the service's year; more than a week apart, a
+# dashboard's daily panels have nothing to show.
+MIN_STEP, MAX_STEP = timedelta(minutes=15), timedelta(days=7)
 
 
 def duration(text: str) -> timedelta:
-    match = _DURATION.match(text.strip())
+    match = _DURATION.fullmatch(text.strip())
     if not match or int(match.group(1)) == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a step like 1d, 6h or 30m")
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a step like 1d, 6h or 30m")
     n, unit = int(match.group(1)), match.group(2)
     step = {"m": timedelta(minutes=n), "h": timedelta(hours=n), "d": timedelta(days=n)}[unit]
+    if not MIN_STEP <= step <= MAX_STEP:
+        raise argparse.ArgumentTypeError(f"{text!r} is outside 15m to 7d")
     if timedelta(days=1) % step and step % timedelta(days=1):
         raise argparse.ArgumentTypeError(f"{text!r} does not divide a day: samples would not fall on midnights")
     return step
@@ -39,10 +47,29 @@ def moment(text: str) -> datetime:
 
 
 def label(text: str) -> tuple[str, str]:
+    from pipelines.workspaces_file import IDENTIFIER
+
     name, sep, value = text.partition("=")
-    if not sep or not re.match(r"^[a-zA-Z_][a-zA-Z0-9_]*$", name):
-        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    if not sep or not IDENTIFIER.fullmatch(name):
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} is not NAME=VALUE")
     return name, value
+
+
+class _Terminated(Exception):
+    """SIGTERM, unwound like Ctrl-C: every `finally` on the way stops the scratch Prometheus and removes the
+    spool, where the default action would end the process on the spot and leave both behind."""
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    def terminated(_signum: int, _frame: object) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,10 +91,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.backfill.tsdb import BackfillError, Plan, backfill
+    from pipelines.backfill.tsdb import BackfillError, Plan, backfill, check_data_dir
     from pipelines.commands.backfill import open_history
     from pipelines.commands.demo_files import rule_files, scrape_job_name
 
+    try:
+        check_data_dir(args.data_dir)
+    except BackfillError as exc:
+        print(f"scanwatch backfill-prometheus: {exc}", file=sys.stderr)
+        return 2
     labels = {"job": scrape_job_name(), "instance": args.instance, **dict(args.label)}
     plan = Plan(data_dir=args.data_dir, step=args.step, end=args.end, labels=labels,
                 rule_files=[] if args.no_rules else [p for p in rule_files() if "record:" in p.read_text()],
@@ -77,10 +109,15 @@ def run(args: argparse.Namespace) -> int:
     if conn is None:
         return 1
     try:
-        outcome = backfill(conn, plan)
+        with _sigterm_unwinds():
+            outcome = backfill(conn, plan)
     except BackfillError as exc:
         print(f"scanwatch backfill-prometheus: {exc}", file=sys.stderr)
         return 1
+    except (KeyboardInterrupt, _Terminated) as exc:
+        print(f"scanwatch backfill-prometheus: interrupted; the scratch Prometheus is stopped, the spool removed, "
+              f"and {args.data_dir} holds only whole blocks moved before the signal", file=sys.stderr)
+        return 128 + (signal.SIGTERM if isinstance(exc, _Terminated) else signal.SIGINT)
     finally:
         conn.close()
     if outcome.samples == 0:

@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     parser.add_argument("--workspace", metavar="NAME", default=None,
-                        help="only this workspace's rows (its name in SCANWATCH_WORKSPACES_FILE, or default)")
+                        help="show this workspace's rows (its name in SCANWATCH_WORKSPACES_FILE, or default): a "
+                             "filter, not a boundary; whoever can read the history file reads every workspace")
     parser.add_argument("--db", type=Path, help="DuckDB history file (default: SCANWATCH_DB or data/scanwatch.duckdb)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds a query may run before it is stopped (default {DEFAULT_TIMEOUT:g})")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import re
 import signal
 import socket
@@ -93,19 +92,18 @@ def run(args: argparse.Namespace) -> int:
         settings.dagster_home()
         settings.writable_db()
         _ = settings.sync_deadline_seconds
+        _ = settings.sla_days
+        _ = settings.scan_targets
     except ConfigError as exc:
         print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
         return 2
+    from pipelines.materialize import materialize_all, show_progress
+
     if not args.quiet:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("  %(message)s"))
-        progress = logging.getLogger("scanwatch.progress")
-        progress.addHandler(handler)
-        progress.setLevel(logging.INFO)
+        show_progress()
     started = time.monotonic()
     try:
         with _sigint_watch() as sigint:
-            from pipelines.materialize import materialize_all
 
             outcome = materialize_all(workspace=args.workspace, full_reconcile=args.full_reconcile,
                                       console_level="CRITICAL")

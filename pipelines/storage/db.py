@@ -45,6 +45,11 @@ def _migrations() -> list[tuple[int, str]]:
     return found
 
 
+def latest_version() -> int:
+    """The schema version this code reads and writes: its newest migration."""
+    return _migrations()[-1][0]
+
+
 def schema_version(conn: duckdb.DuckDBPyConnection) -> int:
     if not _has_table(conn, "schema_migrations"):
         return 0

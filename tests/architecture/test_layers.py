@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("pipelines", "pipelines.credentials", "pipelines.settings", "pipelines.workspaces_file",
               "pipelines.vocabulary", "pipelines.sqlfiles", "pipelines.text", "pipelines.milestones",
               "pipelines.scan_budget", "exporters.snapshot_format", "exporters.snapshot_store", "exporters.catalogue",
+              "exporters.text",
               "exporters.families")),
     ("api", ("pipelines.api", "pipelines.api.*")),
     ("storage", ("pipelines.storage", "pipelines.storage.*", "pipelines.backfill",

@@ -80,7 +80,7 @@ def test_templates_list_every_issue_with_what_it_is(tmp_path):
             "commonLabels": {"alertname": "SecscanNewCriticalIssue", "workspace": "Acme"}, "commonAnnotations": {}}
     assert render("secscan.slack.title", data, tmp_path) == "2 new critical issues in Acme"
     slack = render("secscan.slack.text", data, tmp_path)
-    for needle in ("*SQL injection in <search>* (new critical issue)", "*Secret key in bundle*",
+    for needle in ("*SQL injection in &lt;search&gt;* (new critical issue)", "*Secret key in bundle*",
                    "`src/search.py:42@abc1234`", "code/code.sqli", "first seen 2026-11-01T10:00:00Z", "issue `i1`",
                    "resolved: Old finding (`i3`)",
                    "_What to do:_ Open the issue"):

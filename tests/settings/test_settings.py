@@ -42,7 +42,7 @@ def test_paths_need_no_credential():
 def test_exporter_and_schedule_defaults_come_from_the_settings():
     s = Settings.load({"SCANWATCH_EXPORTER_PORT": "9999", "SCANWATCH_SCAN_TARGETS": " a, ,b "})
     assert (s.exporter_port, s.exporter_address, s.exporter_critical_info) == (9999, "0.0.0.0", 0)
-    assert s.scan_targets == ["a", "b"] and s.refresh_cron == "*/15 * * * *"
+    assert s.scan_targets == {"default": ("a", "b")} and s.refresh_cron == "*/15 * * * *"
     with pytest.raises(ConfigError, match="SCANWATCH_EXPORTER_PORT must be a whole number"):
         _ = Settings.load({"SCANWATCH_EXPORTER_PORT": "http"}).exporter_port
 
