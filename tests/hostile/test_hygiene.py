@@ -14,7 +14,7 @@ import pytest
 
 from pipelines import credentials
 from simulator.testing import SimConfig, serve_simulator
-from tests.reliability.harness import ROOT, assert_one_line, cli, dump, service_env, sync_in_process
+from tests.reliability.harness import ROOT, assert_intact, assert_one_line, cli, dump, service_env, sync_in_process
 
 SECRET = "s3cr3t-pa55"
 
@@ -43,7 +43,7 @@ def test_userinfo_in_the_base_url_is_refused_without_showing_it(world, url):
     line = assert_one_line(done.stderr, must_contain="SCANWATCH_BASE_URL")
     assert SECRET not in done.stderr + done.stdout
     assert "***@" in line
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
 
 
 def test_mask_url_keeps_the_host_and_drops_the_userinfo():
@@ -117,7 +117,7 @@ def test_ctrl_c_mid_sync_is_one_line_exit_130_and_every_table_whole(world):
     stderr = "".join(lines) + rest_err
     assert proc.returncode == 130, stderr[-2000:]
     assert_one_line(stderr, must_contain="interrupted")
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
     # The history opens and the next sync works.
     assert cli(["sync", "--quiet"], env).returncode == 0
 

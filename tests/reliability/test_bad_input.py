@@ -9,7 +9,16 @@ import pytest
 
 from pipelines.commands.sync import _root_cause
 from simulator.testing import SimConfig, serve_simulator
-from tests.reliability.harness import assert_one_line, cli, dump, query_rows, service_env, sync_env, sync_in_process
+from tests.reliability.harness import (
+    assert_intact,
+    assert_one_line,
+    cli,
+    dump,
+    query_rows,
+    service_env,
+    sync_env,
+    sync_in_process,
+)
 from tests.reliability.proxy import rewriting_proxy
 
 
@@ -42,7 +51,7 @@ def test_missing_or_malformed_settings_are_one_line_before_any_request(world, va
     done = cli(["sync"], env)
     assert done.returncode == 2
     assert_one_line(done.stderr, must_contain=expected)
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
 
 
 REFUSED_SETTINGS = [
@@ -70,7 +79,7 @@ def test_settings_the_service_or_the_network_refuse_are_one_line(world, variable
     line = _root_cause(outcome.error)
     assert expected in line and "\n" not in line and "Traceback" not in line, line
     assert value.strip() not in line or variable == "SCANWATCH_BASE_URL"
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
 
 
 @pytest.mark.parametrize(("key_name", "expected"), [
@@ -85,7 +94,7 @@ def test_credential_kind_scope_and_plan_refusals_through_the_cli(world, key_name
     line = assert_one_line(done.stderr, must_contain=expected)
     assert world.keys[key_name] not in done.stdout + done.stderr
     assert line.startswith("scanwatch sync: failed in ") and "pipelines." not in line
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
 
 
 def test_a_project_that_vanishes_mid_sync_is_skipped_with_a_warning_and_nothing_is_lost(tmp_path, monkeypatch,
@@ -165,7 +174,7 @@ def test_a_page_the_client_cannot_use_fails_in_one_line_and_keeps_the_history(wo
     assert not outcome.success
     line = _root_cause(outcome.error)
     assert "GET /projects" in line and "\n" not in line, line
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
 
 
 def test_a_huge_page_is_stored_whole(tmp_path):
