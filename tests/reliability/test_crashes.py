@@ -233,6 +233,8 @@ def _timed_kill(world: World, tmp: Path, figures: Counter, rng: random.Random, t
 
 
 def test_sigkill_at_a_random_moment_loses_nothing(world, tmp_path, figures, notes):
+    """Mutation that fails it (and passed the former form, which slept 1.5 to 9 s and killed only if the
+    sync was still running): `scanwatch sync` returning 0 at once, before any work."""
     notes.append(_timed_kill(world, tmp_path, figures, random.Random(7)))
 
 
