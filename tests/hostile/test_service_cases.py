@@ -150,6 +150,27 @@ def test_a_trickling_body_is_cut_at_the_request_deadline(hostile):
     assert hostile.requests == 1  # not retried: a trickle would trickle again
 
 
+def test_every_client_a_sync_builds_has_the_60_s_request_deadline_and_the_64_mib_cap(hostile, monkeypatch):
+    """The CI form of the default deadline (the soak waits the 60 s out): the bounds the README promises are
+    the ones every client of a real sync carries, and the case above shows a deadline cutting a stalled body.
+
+    Mutation that fails it (no former CI test names the default; its case ran in the soak only):
+    `request_deadline` defaulting to 600 s in
+    `pipelines/api/bounds.py`."""
+    built: list[Bounds] = []
+    real_init = ScanningClient.__init__
+
+    def recording(self, *args, **kw):
+        real_init(self, *args, **kw)
+        built.append(self.bounds)
+
+    monkeypatch.setattr(ScanningClient, "__init__", recording)
+    hostile.set("clean")
+    assert _sync(hostile).success
+    assert built, "the sync built no client"
+    assert {(b.request_deadline, b.max_body_bytes) for b in built} == {(60.0, 64 * MIB)}
+
+
 def test_the_sync_deadline_ends_a_trickling_sync(hostile):
     hostile.set("trickle", "issues")
     hostile.trickle_gap = 0.5
