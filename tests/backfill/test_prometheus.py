@@ -17,6 +17,7 @@ import pytest
 
 from pipelines.backfill.openmetrics import FAMILIES, RULE_FAMILIES
 from pipelines.commands.processes import stop_process
+from tests.backfill.served_past import ServedPast, by_day
 from tests.grafana.queries import METRIC, dashboard_queries, substitute
 from tests.prometheus.tools import free_port, require
 
@@ -99,51 +100,54 @@ def _by(result: list[dict], *labels: str) -> dict:
     return out
 
 
-def test_prometheus_answers_the_past_90_days_as_the_duckdb_reconstruction(backfilled) -> None:
-    db, _, prom, first_day = backfilled
+@pytest.fixture(scope="module")
+def served(synced) -> ServedPast:
+    """The service's own dates, read by an independent walk (the world has not moved since the sync)."""
+    _, sim = synced
+    return ServedPast.walk(sim.base_url, sim.api_key)
+
+
+def _window(first_day: date, served: ServedPast) -> list[date]:
+    """The days a 90-day range query ending at the first sync's midnight answers for, that were reconstructed."""
+    return [d for d in (first_day - timedelta(days=k) for k in range(91, 0, -1)) if d >= served.first_day()]
+
+
+def test_prometheus_answers_the_past_90_days_as_the_service_dates_say(backfilled, served) -> None:
+    """Every day of every series, against the truth worked out from the served dates (served_past.py), not
+    against scanwatch's own reconstructed tables, which would prove only the transport.
+
+    Mutation that fails it (and passed the former comparison with the tables): the reconstruction taking a
+    fixed issue's end from its last sighting before its `fixed_at` (`coalesce(i.last_seen_at, i.fixed_at,
+    ...)` in sql/backfill/issue_changes.sql)."""
+    _, _, prom, first_day = backfilled
     end = _midnight(first_day)
     start = end - 90 * DAY
-    sampled = [first_day - timedelta(days=d) for d in range(1, 91, 7)]
+    days = _window(first_day, served)
+    assert len(days) >= 85
 
     open_issues = _by(prom.range("secscan_issues_open", start, end), "project_id", "severity")
-    expected = {}
-    for project, severity, day, n in _rows(db, "SELECT project_id, severity, day, open_issues "
-                                               "FROM reconstructed_open_issues"):
-        expected.setdefault((project, severity), {})[day] = float(n)
-    assert open_issues and all(len(days) >= 85 for days in open_issues.values())
-    for key, days in open_issues.items():
-        assert {d: days.get(d) for d in sampled} == {d: expected[key].get(d) for d in sampled}, key
-
+    assert open_issues == by_day(served.open_issues(days), days)
     totals = _by(prom.range("secscan:issues_open:sum", start, end), "severity")
-    by_severity = {}
-    for severity, day, n in _rows(db, "SELECT severity, day, sum(open_issues) FROM reconstructed_open_issues "
-                                      "GROUP BY ALL"):
-        by_severity.setdefault((severity,), {})[day] = float(n)
-    assert totals
-    for key, days in totals.items():
-        assert {d: days.get(d) for d in sampled} == {d: by_severity[key].get(d) for d in sampled}, key
-
-    for metric, target_filter, label in (("secscan_project_score", "IS NULL", "project_id"),
-                                         ("secscan_target_score", "IS NOT NULL", "target_id")):
-        got = _by(prom.range(metric, start, end), label)
-        want = {}
-        for key, day, score in _rows(db, f"SELECT coalesce(target_id, project_id), day, score FROM "
-                                         f"reconstructed_scores WHERE target_id {target_filter}"):
-            want.setdefault((key,), {})[day] = float(score)
-        assert got and set(got) == set(want), metric
-        for key, days in got.items():
-            assert {d: days.get(d) for d in sampled} == {d: want[key].get(d) for d in sampled}, (metric, key)
+    per_severity: dict[tuple, dict[date, float]] = {}
+    for (_, severity), values in by_day(served.open_issues(days), days).items():
+        for day, n in values.items():
+            per_severity.setdefault((severity,), {}).setdefault(day, 0.0)
+            per_severity[(severity,)][day] += n
+    assert totals == per_severity
+    assert _by(prom.range("secscan_target_score", start, end), "target_id") == {
+        (t,): v for t, v in by_day(served.target_scores(days), days).items()}
+    assert _by(prom.range("secscan_project_score", start, end), "project_id") == {
+        (p,): v for p, v in by_day(served.project_scores(days), days).items()}
 
 
-def test_new_and_fixed_per_day_count_first_seen_and_fixed_at(backfilled) -> None:
-    """The past of the lifecycle rules: issues first seen, and fixed, in the day each sample closes."""
-    db, _, prom, first_day = backfilled
+def test_new_and_fixed_per_day_count_first_seen_and_fixed_at(backfilled, served) -> None:
+    """The past of the lifecycle rules: issues first seen, and fixed, in the day each sample closes, as the
+    service dates them."""
+    _, _, prom, first_day = backfilled
     end = _midnight(first_day)
-    for rule, column in (("secscan:issues_opened:increase1d", "first_seen_at"),
-                         ("secscan:issues_fixed:increase1d", "fixed_at")):
+    new, fixed = served.new_and_fixed()
+    for rule, want in (("secscan:issues_opened:increase1d", new), ("secscan:issues_fixed:increase1d", fixed)):
         got = _by(prom.range(f"sum({rule})", end - 90 * DAY, end), "x")[(None,)]
-        want = dict(_rows(db, f"SELECT CAST({column} AS DATE), count(*) FROM issues WHERE {column} IS NOT NULL "
-                              "AND status IN ('open', 'fixed') GROUP BY ALL"))
         assert len(got) >= 85 and sum(got.values()) > 0, rule
         assert got == {day: float(want.get(day, 0)) for day in got}, rule
 

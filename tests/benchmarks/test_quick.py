@@ -9,6 +9,7 @@ sections (seconds); every section, pacing and the peers included (minutes), runs
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -74,7 +75,26 @@ def test_request_counts_meet_their_goals(request_figures):
     assert f["unchanged_resync_requests"]["value"] == 2
     assert f["one_new_scan_requests"]["verdict"] == "pass", f["one_new_scan_requests"]["details"]
     assert f["full_reconcile_requests"]["value"] <= f["full_reconcile_requests"]["details"]["floor"]
-    assert isinstance(f["merge_first_ratio"]["value"], int | float)
+
+
+def test_the_merge_figures_are_their_timings_ratio_over_the_changes_they_say(request_figures):
+    """Timings are never judged here, but each merge figure must be what its title says: the merge's seconds
+    over a plain load's, measured on every issue of the world, and the re-sync's 5 % of changed issues must
+    each have become exactly one event (the re-sync changes every 20th issue, one way each).
+
+    Mutation that fails it (and passed the former `isinstance(value, int | float)`): the issue merge no
+    longer recording `reopened` (its branch dropped from sql/merge/issues.sql)."""
+    for key in ("merge_first_ratio", "merge_resync_ratio"):
+        fig = request_figures[key]
+        d = fig["details"]
+        assert d["merge_seconds"] > 0 and d["load_seconds"] > 0, fig
+        ratio = d["merge_seconds"] / d["load_seconds"]
+        assert abs(fig["value"] - ratio) <= 0.01 + 0.02 * ratio, fig  # both rounded
+        assert d["issues"] > 1000, fig
+    resync = request_figures["merge_resync_ratio"]["details"]
+    assert set(resync["events"]) == {"reopened", "status_changed", "severity_changed"}, resync
+    assert all(n > 0 for n in resync["events"].values()), resync
+    assert sum(resync["events"].values()) == math.ceil(resync["issues"] / 20), resync
 
 
 @pytest.mark.slow

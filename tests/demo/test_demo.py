@@ -41,14 +41,37 @@ def _assert_all_gone(ports: dict[str, int], marker: str) -> None:
     assert not leftovers, "processes left behind:\n" + "\n".join(leftovers)
 
 
+# Seconds the demo runs once up: room for the daemon's first sensor tick and, should that tick come before
+# the clock is moved, the next one (the sensor's interval is 60 s).
+DURATION = 80
+
+
+def _advance_the_simulator(port: int, seconds: float) -> None:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/_sim/clock/advance", method="POST",
+                                     data=json.dumps({"seconds": seconds}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        assert resp.status == 200
+
+
 @pytest.mark.timeout(480)
 def test_demo_comes_up_with_data_and_stops_clean(tmp_path):
+    """Everything comes up with data, the scan sensor fires, and everything stops at the end of --duration.
+
+    Mutation that fails it (and passed the former CI, where the sensor was awaited only in the soak): the
+    scan sensor created with `default_status=dg.DefaultSensorStatus.STOPPED`."""
     prometheus = prometheus_or_skip()
     ports = _ports()
     data_dir, log = tmp_path / "demo", tmp_path / "demo.out"
     started = time.monotonic()
-    proc = start_demo(data_dir, ports, "--duration", "40", "--autopilot", "30", log=log)
+    proc = start_demo(data_dir, ports, "--duration", str(DURATION), "--autopilot", "30", log=log)
     try:
+        # The scan the demo requested at start is in the first sync, queued. Once that sync is over, the
+        # simulator's clock is moved past the scan's minute (its control API, as `scanwatch simulator
+        # --control` offers) so the scan is done when Dagster's daemon first ticks the sensor.
+        wait_for(lambda: "sync        ok" in log.read_text(), "the first sync", proc, log, timeout=240)
+        assert "scan        requested on" in log.read_text()
+        _advance_the_simulator(ports["simulator"], 120)
         metrics = f"http://127.0.0.1:{ports['exporter']}/metrics"
         # Two workspaces are followed: both appear, under the names of the demo's workspaces file.
         wait_for(lambda: all(f'workspace="{name}"' in get(metrics)[1] for name in ("acme", "globex")),
@@ -57,6 +80,10 @@ def test_demo_comes_up_with_data_and_stops_clean(tmp_path):
                  "Dagster /server_info", proc, log, timeout=120)
         up = time.monotonic() - started
         assert _location_names(ports["dagster"]) == ["scanwatch"]
+        # The scan sensor fires: a refresh of the scanned project, started by Dagster's daemon in the demo.
+        wait_for(lambda: _sensor_runs(ports["dagster"]) > 0, "a run started by the scan sensor", proc, log,
+                 timeout=DURATION)
+        fired = time.monotonic() - started
         wait_for(lambda: "Stopping in" in log.read_text(), "the banner", proc, log, timeout=60)
         _assert_the_sql_line_works_when_pasted(log.read_text(), tmp_path)
         _assert_dagster_first_screen(ports["dagster"], log.read_text())
@@ -92,7 +119,7 @@ def test_demo_comes_up_with_data_and_stops_clean(tmp_path):
     finally:
         stop(proc)
     _assert_all_gone(ports, str(data_dir))
-    print(f"demo data visible after {up:.0f} s")
+    print(f"demo data visible after {up:.0f} s, the scan sensor's run after {fired:.0f} s")
 
 
 def _graphql(dagster_port: int, query: str) -> dict:

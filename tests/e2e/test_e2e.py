@@ -8,6 +8,7 @@ page, and that a critical issue appearing in the world reaches the webhook as Se
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 import urllib.request
@@ -26,6 +27,7 @@ from tests.grafana.queries import (
 from tests.prometheus.tools import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+SELECTOR = re.compile(r"\b((?:secscan[_:][a-zA-Z0-9_:]*|up)\{[^}]*\})")
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +64,18 @@ def test_exporter_serves_the_synced_history(stack):
         exposition = resp.read()
     lint = subprocess.run([require("promtool"), "check", "metrics"], input=exposition, capture_output=True)
     assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout + lint.stderr
+    # The age is the wall-clock time since the sync built the snapshot, in seconds, at each scrape: the
+    # stamp plus the age is the scrape's moment (at most a scrape interval before the query), and it grows a
+    # second per second. Mutation that fails it (and passed the former `0 <= age < 600`): the exporter
+    # reporting the age in minutes.
+    (generated,) = stack.query("secscan_snapshot_generated_timestamp_seconds")
     (age,) = stack.query("secscan_snapshot_age_seconds")
-    assert 0 <= float(age["value"][1]) < 600  # the sync stamps the snapshot with wall-clock time
+    asked, first = float(age["value"][0]), float(age["value"][1])
+    assert 0 <= asked - (float(generated["value"][1]) + first) < 3, (asked, generated, age)
+    grown = poll("the age to grow by 3 s", lambda: [a for a in stack.query("secscan_snapshot_age_seconds")
+                                                    if float(a["value"][1]) >= first + 3], timeout=20)
+    (later,) = grown
+    assert abs((float(later["value"][1]) - first) - (float(later["value"][0]) - asked)) < 2.5, (age, later)
 
 
 def test_every_dashboard_and_rule_expression_evaluates_with_data(stack):
@@ -101,9 +113,15 @@ def test_every_dashboard_and_rule_expression_evaluates_with_data(stack):
             empty.append((q.source, q.title, expr))
     for q in alert_queries():
         checked += 1
-        stack.query(q.expr)  # alerts are filters: no error is the check; their inputs are checked below
+        stack.query(q.expr)  # alerts are filters: they may rightly be empty; their inputs may not
         for name in set(METRIC.findall(q.expr)) - absent_ok:
             assert stack.query(f'count({{__name__="{name}"}})'), (q.title, name)
+        # Each selector with label matchers selects something: a misspelt label value selects nothing and
+        # would keep its alert silent for ever. Mutation that fails it (and passed the former name-only
+        # check): `credit="scans"` written `credit="scan"` in SecscanQuotaNearlyExhausted's pack credits.
+        for selector in SELECTOR.findall(q.expr):
+            if selector.split("{", 1)[0] not in absent_ok:
+                assert stack.query(f"count({selector})"), (q.title, selector)
     allowed = []
     for source, title, expr in empty:
         if any(name in absent_ok for name in METRIC.findall(expr)):

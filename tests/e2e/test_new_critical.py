@@ -3,8 +3,9 @@ the shipped rules -> Alertmanager with the shipped routes, grouping and template
 
 A first deployment over 40 open critical issues sends nothing. Then one sync brings a new critical issue, a
 regression of a fixed critical one and a high raised to critical: each reaches the webhook once, in one
-message, saying what it is; a sync with no change sends nothing new; fixing one resolves it alone. Only
-timers are shortened (scrapes, evaluations, group timers, the alert's keep_firing_for).
+message, saying what it is; a sync with no change sends nothing new (the next page is a later canary's);
+fixing one resolves it alone. Only timers are shortened (scrapes, evaluations, group timers, the alert's
+keep_firing_for). The page is the module's `paged` fixture, so each test also runs alone.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import httpx
@@ -101,7 +103,18 @@ def test_a_first_deployment_over_40_open_critical_issues_sends_nothing(pager):
     assert not pager.pages()
 
 
-def test_one_sync_pages_a_new_a_reopened_and_a_raised_critical_issue_with_what_each_is(pager):
+@dataclass
+class Paged:
+    """The sync that brought a new, a reopened and a raised critical issue, and the one message it paged."""
+
+    expected: dict[str, str]  # issue id -> change
+    message: dict
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def paged(pager) -> Paged:
+    """Any test about what happens after the page gets it from here, whatever runs before it (or alone)."""
     sim = pager.sim
     new = sim.add_issue(pager.staged["repository"], "critical")
     sim.scan_finds(new.id)  # the analysis that found it, at a commit
@@ -116,7 +129,12 @@ def test_one_sync_pages_a_new_a_reopened_and_a_raised_critical_issue_with_what_e
         return [n for n in pager.pages() if {a["labels"]["issue_id"] for a in n["alerts"]} >= set(expected)]
 
     (message,) = poll("one message naming the three issues", delivered, timeout=60)
-    print(f"delivered {time.monotonic() - started:.1f}s after the sync started:\n{json.dumps(message, indent=2)}")
+    return Paged(expected, message, time.monotonic() - started)
+
+
+def test_one_sync_pages_a_new_a_reopened_and_a_raised_critical_issue_with_what_each_is(pager, paged):
+    message, expected = paged.message, paged.expected
+    print(f"delivered {paged.seconds:.1f}s after the sync started:\n{json.dumps(message, indent=2)}")
     assert message["status"] == "firing" and message["receiver"] == "secscan-page"
     assert len(message["alerts"]) == 3  # one sync, one message, each issue once
     snap = pager.snapshot()
@@ -152,18 +170,48 @@ def test_one_sync_pages_a_new_a_reopened_and_a_raised_critical_issue_with_what_e
     assert all(a["labels"]["issue_id"] in slack["text"] for a in message["alerts"])
 
 
-def test_a_second_sync_with_no_change_sends_nothing_new(pager):
+def _identity(alert: dict) -> tuple:
+    """What makes an alert the same alert to Alertmanager: its labels."""
+    return tuple(sorted(alert["labels"].items()))
+
+
+def test_a_second_sync_with_no_change_sends_nothing_new(pager, paged):
+    """Nothing new after a sync with no change, proven by what comes next rather than by a pause: a canary
+    (one more new critical issue, one sync later) must be the next and only new alert to reach the webhook,
+    with the three earlier ones unchanged. Anything the no-change sync set off would reach Alertmanager
+    before the canary does, in an earlier message or beside the canary in the same one.
+
+    Mutations that fail it: the shipped page route's `repeat_interval` cut from 168h to 5s (the same page
+    again every few seconds), which the former 3 s pause passed once Alertmanager's timers were 4 s, as on
+    a slower machine; and the arrival's `detected_at` taken from the snapshot's time, so every sync
+    re-fires."""
     before = len(pager.pages())
+    known = {_identity(a) for a in paged.message["alerts"]}
     firing = {a["labels"]["issue_id"]: a["activeAt"] for a in pager.prometheus_alerts()}
-    assert len(firing) == 3
+    assert set(firing) >= set(paged.expected)
+    pager.synced_and_scraped()  # the sync with no change
+    canary = pager.sim.add_issue(pager.staged["repository"], "critical")
+    pager.sim.scan_finds(canary.id)
     pager.synced_and_scraped()
-    time.sleep(3)  # several evaluations and group intervals (1 s each) after the new snapshot: room to misfire
-    assert len(pager.pages()) == before
-    assert {a["labels"]["issue_id"]: a["activeAt"] for a in pager.prometheus_alerts()} == firing
+    pager.staged["canary"] = canary.id
+
+    def canary_paged() -> list[dict]:
+        return [n for n in pager.pages()[before:] if canary.id in {a["labels"]["issue_id"] for a in n["alerts"]}]
+
+    poll("the canary's page", canary_paged, timeout=60)
+    since = pager.pages()[before:]
+    first = next(i for i, n in enumerate(since) if n in canary_paged())
+    assert first == 0, f"a page before the canary's: {since[:first]}"
+    new = {_identity(a) for n in since for a in n["alerts"]} - known
+    assert {dict(i)["issue_id"] for i in new} == {canary.id}, new
+    now_firing = {a["labels"]["issue_id"]: a["activeAt"] for a in pager.prometheus_alerts()}
+    assert {i: t for i, t in now_firing.items() if i != canary.id} == firing  # none restarted
 
 
-def test_fixing_one_resolves_it_and_only_it(pager):
+def test_fixing_one_resolves_it_and_only_it(pager, paged):
     fixed = pager.staged["new"]
+    firing_before = {a["labels"]["issue_id"] for a in pager.prometheus_alerts()}
+    assert fixed in firing_before
     pager.sim.scan_finds(fixed, status="fixed")
     pager.sync()
 
@@ -174,7 +222,8 @@ def test_fixing_one_resolves_it_and_only_it(pager):
     (alert,) = poll("the resolved notification", resolved, timeout=60)
     assert alert["annotations"]["title"]  # the resolution still says which issue
     still = {a["labels"]["issue_id"] for a in pager.prometheus_alerts()}
-    assert still == {pager.staged["regress"], pager.staged["raise"]}
-    last = pager.pages()[-1]
+    assert still == firing_before - {fixed}
+    assert {pager.staged["regress"], pager.staged["raise"]} <= still
+    last = pager.pages()[-1]  # the message of the paged sync's group (grouped by detected_at)
     assert {a["labels"]["issue_id"]: a["status"] for a in last["alerts"]} == {
-        fixed: "resolved", pager.staged["regress"]: "firing", pager.staged["raise"]: "firing"}
+        fixed: "resolved", **dict.fromkeys(set(paged.expected) - {fixed}, "firing")}

@@ -7,12 +7,14 @@ import gzip
 import json
 import os
 import re
+import resource
 import socket
 import subprocess
 import sys
 import threading
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -126,10 +128,32 @@ def test_paths(exporter):
 # -- abuse ----------------------------------------------------------------------------------------------------
 
 
-def test_thousands_of_dropped_half_requests_do_not_keep_a_scrape_out(exporter):
+HALF_REQUESTS = 3000
+
+
+@pytest.fixture
+def descriptors() -> Iterator[int]:
+    """Room for the half-requests: both ends of each connection live in this process, and `ulimit -n` is
+    often 1024. The soft limit is raised as far as the hard one allows for the test (and put back); the
+    count is what then fits, and must still be thousands."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 2 * HALF_REQUESTS + 512
+    ceiling = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < ceiling:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
+    try:
+        room = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        count = HALF_REQUESTS if room == resource.RLIM_INFINITY else min(HALF_REQUESTS, (room - 512) // 2)
+        assert count >= 1000, f"only {room} file descriptors allowed (hard limit {hard}): raise `ulimit -Hn`"
+        yield count
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_thousands_of_dropped_half_requests_do_not_keep_a_scrape_out(exporter, descriptors):
     held, refused = [], 0
     try:
-        for _ in range(3000):
+        for _ in range(descriptors):
             sock = socket.socket()
             sock.settimeout(10)
             try:

@@ -14,7 +14,7 @@ import pytest
 
 from pipelines import credentials
 from simulator.testing import SimConfig, serve_simulator
-from tests.reliability.harness import ROOT, assert_one_line, cli, dump, service_env, sync_in_process
+from tests.reliability.harness import ROOT, assert_intact, assert_one_line, cli, dump, service_env, sync_in_process
 
 SECRET = "s3cr3t-pa55"
 
@@ -43,7 +43,7 @@ def test_userinfo_in_the_base_url_is_refused_without_showing_it(world, url):
     line = assert_one_line(done.stderr, must_contain="SCANWATCH_BASE_URL")
     assert SECRET not in done.stderr + done.stdout
     assert "***@" in line
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
 
 
 def test_mask_url_keeps_the_host_and_drops_the_userinfo():
@@ -62,14 +62,21 @@ def test_a_bad_dagster_home_is_one_line(world, value, expected):
     assert_one_line(done.stderr, must_contain=expected)
 
 
+def _read_only_mount() -> Path | None:
+    """A folder on a file system mounted read-only (/proc/sys in most containers), which no one can write."""
+    mounts = [line.split() for line in Path("/proc/mounts").read_text().splitlines() if len(line.split()) > 3]
+    candidates = ["/proc/sys", *(m[1] for m in mounts if "ro" in m[3].split(","))]
+    return next((Path(c) for c in candidates if os.path.isdir(c) and not os.access(c, os.W_OK)), None)
+
+
 @pytest.fixture
 def unwritable_folder(tmp_path):
     """A folder this user cannot write: one without write permission; for root, who writes through any
-    permission, a kernel folder that refuses every writer (/proc/sys)."""
+    permission, a read-only mount. Never a skip: a root without any read-only mount fails here."""
     if os.geteuid() == 0:
-        if os.access("/proc/sys", os.W_OK) or not os.path.isdir("/proc/sys"):
-            pytest.skip("no folder here that root cannot write")
-        yield Path("/proc/sys")
+        folder = _read_only_mount()
+        assert folder, "running as root with no read-only mount: run the suite as another user"
+        yield folder
         return
     folder = tmp_path / "ro"
     folder.mkdir()
@@ -117,7 +124,7 @@ def test_ctrl_c_mid_sync_is_one_line_exit_130_and_every_table_whole(world):
     stderr = "".join(lines) + rest_err
     assert proc.returncode == 130, stderr[-2000:]
     assert_one_line(stderr, must_contain="interrupted")
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
     # The history opens and the next sync works.
     assert cli(["sync", "--quiet"], env).returncode == 0
 

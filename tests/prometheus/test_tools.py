@@ -24,3 +24,10 @@ def test_missing_binary_fails_when_ci_requires_it(monkeypatch):
 def test_first_binary_found_wins(monkeypatch):
     monkeypatch.setattr(tools.shutil, "which", lambda name: f"/bin/{name}" if name == "alertmanager" else None)
     assert tools.require("prometheus-alertmanager", "alertmanager") == "/bin/alertmanager"
+
+
+def test_a_tool_make_test_tools_installs_fails_when_missing_even_without_the_ci_variable(monkeypatch):
+    monkeypatch.setattr(tools.shutil, "which", lambda name: None)
+    monkeypatch.delenv("SCANWATCH_REQUIRE_PROMETHEUS", raising=False)
+    with pytest.raises(pytest.fail.Exception, match="make test-tools"):
+        tools.installed("openssl")

@@ -23,6 +23,16 @@ def require(*names: str) -> str:
     pytest.skip(message)
 
 
+def installed(name: str) -> str:
+    """Path of a tool `make test-tools` installs (openssl, promtool...): a missing one fails the test with the
+    line that installs it, whatever the environment says; `make test` skips nothing but the soak."""
+    found = shutil.which(name)
+    if not found:
+        pytest.fail(f"{name} not installed: run `make test-tools` (Debian's prometheus, "
+                    "prometheus-alertmanager, postgresql and openssl packages)")
+    return found
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

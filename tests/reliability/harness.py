@@ -1,8 +1,8 @@
 """Shared machinery of the reliability suites: run a sync (in-process or as the real CLI), dump the
 history in a comparable form, and tell a clean one-line failure from a traceback.
 
-Comparisons are of whole tables, row by row, minus scanwatch's own observation timestamps (when a sync
-happened to see a row), which two runs of the same world can never share.
+Comparisons are of the whole history, every table row by row, minus scanwatch's own observation times (when a
+sync happened to see a row), which two runs of the same world can never share: `tests/history_dump.py`.
 """
 
 from __future__ import annotations
@@ -16,57 +16,30 @@ from pathlib import Path
 
 import duckdb
 
+from tests.history_dump import Dump, added, diff, dump_history, intact, lost, runs_added
+from tests.service_truth import Truth, expected_events, mismatches, recorded_events, walk
+
 ROOT = Path(__file__).resolve().parents[2]
 
-# Columns that record when scanwatch looked, not what the service said.
-OBSERVED = ("first_observed_at", "last_observed_at", "observed_at", "removed_at", "workspace_id")
-
-CORE_TABLES: dict[str, str] = {
-    "projects": "id",
-    "targets": "id",
-    "scans": "id",
-    "issues": "id",
-    "issue_events": "issue_id, event, from_value, to_value",
-}
-
-Dump = dict[str, list[tuple]]
+__all__ = ["ROOT", "Dump", "Truth", "added", "assert_intact", "assert_one_line", "checked_sync", "cli", "diff", "dump",
+           "intact", "lost", "query_rows", "runs_added", "service_env", "sync_env", "sync_in_process"]
 
 
-def _columns(conn: duckdb.DuckDBPyConnection, table: str) -> list[str]:
-    rows = conn.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
-                        "ORDER BY ordinal_position", [table]).fetchall()
-    return [r[0] for r in rows]
+def dump(db: Path) -> Dump:
+    """The whole history of the DuckDB file `db` (tests/history_dump.py says what is compared and why)."""
+    return dump_history(db)
 
 
-def dump_conn(conn: duckdb.DuckDBPyConnection, tables: dict[str, str] = CORE_TABLES) -> Dump:
-    out: Dump = {}
-    for table, order in tables.items():
-        cols = _columns(conn, table)
-        keep = [f'"{c}"' for c in cols if c not in OBSERVED]
-        if "removed_at" in cols:
-            keep.append("removed_at IS NOT NULL AS removed")
-        out[table] = conn.execute(f"SELECT {', '.join(keep)} FROM {table} ORDER BY {order}").fetchall()
-    return out
-
-
-def dump(db: Path, tables: dict[str, str] = CORE_TABLES) -> Dump:
-    """Every row of the core tables, observation timestamps left out, in a stable order."""
-    if not Path(db).exists():
-        return {t: [] for t in tables}
-    with duckdb.connect(str(db), read_only=True) as conn:
-        conn.execute("SET TimeZone = 'UTC'")
-        return dump_conn(conn, tables)
-
-
-def diff(got: Dump, want: Dump) -> dict[str, str]:
-    """Per table, a short description of how two dumps differ (empty when identical)."""
-    out = {}
-    for table in want:
-        g, w = set(got.get(table, [])), set(want[table])
-        if got.get(table) != want[table]:
-            out[table] = (f"{len(got.get(table, []))} rows vs {len(want[table])}; only here: {sorted(g - w)[:2]}; "
-                          f"missing: {sorted(w - g)[:2]}")
-    return out
+def assert_intact(db: Path, before: Dump, *, may_add: tuple[str, ...] = ()) -> Dump:
+    """The history in `db` still holds every row of `before`, changed in nothing. A run that failed adds its
+    failure record to `sync_runs`, and only that (a record of success there would mean a step got through);
+    `may_add` names the tables a case expects to grow (a warning stored in `ingest_warnings`)."""
+    after = dump(db)
+    problems = intact(after, before, may_add=("sync_runs", *may_add))
+    assert not problems, problems
+    succeeded = [r for r in runs_added(after, before) if r["status"] != "failure"]
+    assert not succeeded, succeeded
+    return after
 
 
 def service_env(sim, db: Path, **extra: str) -> dict[str, str]:
@@ -116,6 +89,25 @@ def sync_in_process(sim, db: Path, **kw):
 
     with sync_env(sim, db):
         return materialize_all(**kw)
+
+
+def checked_sync(sim, db: Path, previous: Truth | None = None, **kw) -> Truth:
+    """A clean sync of `sim` into `db`, then the history held to what the service itself shows
+    (tests/service_truth.py): every row and field an independent walk of the API sees, and exactly the events
+    between `previous` (the walk after the last sync; None for a first sync) and now. The references of the
+    fault, crash and concurrency suites are made by it, so "the same as a clean sync" means "right"."""
+    ws = sim.world.main_workspace_id
+    since = query_rows(db, "SELECT max(observed_at) FROM issue_events")[0][0] if Path(db).exists() else None
+    outcome = sync_in_process(sim, db, **kw)
+    assert outcome.success, outcome.error
+    truth = walk(sim.base_url, sim.api_key)
+    with duckdb.connect(str(db), read_only=True) as conn:
+        problems = mismatches(conn, truth)
+        got, want = recorded_events(conn, ws, since), expected_events(previous, truth)
+    assert not problems, problems[:10]
+    assert got == want, f"events only in the history: {list((got - want).items())[:5]}; " \
+                        f"missing: {list((want - got).items())[:5]}"
+    return truth
 
 
 def query_rows(db: Path, sql: str, params: list | None = None) -> list[tuple]:

@@ -3,13 +3,27 @@ warning; never a traceback the user has to read, never a loss of what the histor
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
 from pipelines.commands.sync import _root_cause
 from simulator.testing import SimConfig, serve_simulator
-from tests.reliability.harness import assert_one_line, cli, dump, query_rows, service_env, sync_env, sync_in_process
+from tests.reliability.harness import (
+    ROOT,
+    assert_intact,
+    assert_one_line,
+    cli,
+    diff,
+    dump,
+    query_rows,
+    service_env,
+    sync_env,
+    sync_in_process,
+)
 from tests.reliability.proxy import rewriting_proxy
 
 
@@ -42,7 +56,7 @@ def test_missing_or_malformed_settings_are_one_line_before_any_request(world, va
     done = cli(["sync"], env)
     assert done.returncode == 2
     assert_one_line(done.stderr, must_contain=expected)
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
 
 
 REFUSED_SETTINGS = [
@@ -50,16 +64,17 @@ REFUSED_SETTINGS = [
     ("SCANWATCH_API_KEY", "rst_abc\ndef", "SCANWATCH_API_KEY"),  # cannot be a header
     ("SCANWATCH_API_KEY", "rst_clé-accentuée", "SCANWATCH_API_KEY"),  # not ASCII
 ]
-# Each of these waits through the client's retries (seconds of backoff): soak only.
+# Each of these waits through the client's retries (seconds of backoff): run at once, through the CLI, below.
 UNREACHABLE = [
-    ("SCANWATCH_BASE_URL", "http://127.0.0.1:1/v1", "SCANWATCH_BASE_URL"),  # nothing listens there
-    ("SCANWATCH_BASE_URL", "http://host with spaces.invalid/v1", "SCANWATCH_BASE_URL"),
-    ("SCANWATCH_BASE_URL", "http://127.0.0.1:99999/v1", "SCANWATCH_BASE_URL"),  # no such port
+    ("http://127.0.0.1:1/v1", "SCANWATCH_BASE_URL"),  # nothing listens there
+    ("http://host with spaces.invalid/v1", "SCANWATCH_BASE_URL"),
+    ("http://127.0.0.1:99999/v1", "SCANWATCH_BASE_URL"),  # no such port
 ]
+# The plan gate: the service answers 402 and the line names the plan to move to.
+PLAN_GATE = [("free", "Free plan"), ("trial_ended", "trial")]
 
 
-@pytest.mark.parametrize(("variable", "value", "expected"), [
-    *REFUSED_SETTINGS, *(pytest.param(*case, marks=pytest.mark.slow) for case in UNREACHABLE)])
+@pytest.mark.parametrize(("variable", "value", "expected"), REFUSED_SETTINGS)
 def test_settings_the_service_or_the_network_refuse_are_one_line(world, variable, value, expected):
     before = dump(world.db)
     with sync_env(world, world.db, **{variable: value}):
@@ -70,13 +85,11 @@ def test_settings_the_service_or_the_network_refuse_are_one_line(world, variable
     line = _root_cause(outcome.error)
     assert expected in line and "\n" not in line and "Traceback" not in line, line
     assert value.strip() not in line or variable == "SCANWATCH_BASE_URL"
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
 
 
 @pytest.mark.parametrize(("key_name", "expected"), [
     ("token_none", "scans:read"),  # an OAuth token without the scope
-    pytest.param("free", "Free plan", marks=pytest.mark.slow),  # the plan gate (in-process in tests/ingest)
-    pytest.param("trial_ended", "trial", marks=pytest.mark.slow),
 ])
 def test_credential_kind_scope_and_plan_refusals_through_the_cli(world, key_name, expected):
     before = dump(world.db)
@@ -85,7 +98,46 @@ def test_credential_kind_scope_and_plan_refusals_through_the_cli(world, key_name
     line = assert_one_line(done.stderr, must_contain=expected)
     assert world.keys[key_name] not in done.stdout + done.stderr
     assert line.startswith("scanwatch sync: failed in ") and "pipelines." not in line
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
+
+
+def test_the_cli_refuses_free_and_ended_trial_plans_and_unreachable_hosts_in_one_line_each(world, tmp_path):
+    """The README's refusals as a user meets them, `scanwatch sync` each, all at once (the unreachable hosts
+    spend their seconds in the client's backoff, side by side): one line naming the plan or the variable,
+    exit 1, no key in the output, and the history as it was. The plan gate also records that the API no
+    longer answers the workspace (`accounts.api_access_allowed` false), and nothing else.
+
+    Mutation that fails it (the former form of this file passed it: these cases ran only in the soak):
+    `error_class` no longer mapping the plan gate's 402 codes to `PlanRequiredError`, so the line is the
+    service's generic 402 message and the history does not record the lost access."""
+    before = dump(world.db)
+    cases = [(f"plan-{name}", {"SCANWATCH_API_KEY": world.keys[name]}, expected, world.keys[name])
+             for name, expected in PLAN_GATE]
+    cases += [(f"host-{n}", {"SCANWATCH_BASE_URL": url}, expected, world.api_key)
+              for n, (url, expected) in enumerate(UNREACHABLE)]
+    running = []
+    for name, extra, expected, key in cases:
+        db = tmp_path / name / "history.duckdb"
+        db.parent.mkdir()
+        shutil.copyfile(world.db, db)
+        proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "sync"], cwd=ROOT,
+                                env=service_env(world, db, **extra), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        running.append((name, proc, db, expected, key))
+    for name, proc, db, expected, key in running:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 1, (name, err[-2000:])
+        line = assert_one_line(err, must_contain=expected)
+        assert line.startswith("scanwatch sync: failed in account: ") and "pipelines." not in line, line
+        assert key not in out + err, name
+        if name.startswith("plan-"):  # recorded: the API no longer answers; the rest as it was
+            after = dump(db)
+            assert {r["api_access_allowed"] for r in after.records("accounts")} == {False}, name
+            assert diff(after, before, ignore=("accounts", "sync_runs")) == {}, name
+            assert [{**r, "api_access_allowed": True} for r in after.records("accounts")] == \
+                before.records("accounts")
+        else:
+            assert_intact(db, before)
 
 
 def test_a_project_that_vanishes_mid_sync_is_skipped_with_a_warning_and_nothing_is_lost(tmp_path, monkeypatch,
@@ -165,7 +217,7 @@ def test_a_page_the_client_cannot_use_fails_in_one_line_and_keeps_the_history(wo
     assert not outcome.success
     line = _root_cause(outcome.error)
     assert "GET /projects" in line and "\n" not in line, line
-    assert dump(world.db) == before
+    assert_intact(world.db, before)
 
 
 def test_a_huge_page_is_stored_whole(tmp_path):

@@ -19,8 +19,9 @@ import pytest
 from exporters.snapshot_format import read_snapshot
 from pipelines.commands.sync import _root_cause
 from simulator.testing import SimConfig, serve_simulator
+from tests.history_dump import RUN_RECORDS
 from tests.ingest.conftest import Oracle
-from tests.reliability.harness import Dump, diff, dump, query_rows, sync_in_process
+from tests.reliability.harness import Dump, checked_sync, diff, dump, lost, query_rows, runs_added, sync_in_process
 
 MIXES: dict[str, dict] = {
     "5xx_503": {"error_rate": 0.2, "unavailable_rate": 0.08},
@@ -55,13 +56,12 @@ def reference(seed: int, tmp: Path, scale: str = "small", rounds: int = ROUNDS) 
     key = (seed, scale, rounds)
     if key not in _references:
         db = tmp / f"reference-{seed}.duckdb"
-        dumps = []
+        dumps, truth = [], None
         with serve_simulator(_config(seed, scale)) as sim:
             for i in range(rounds):
                 if i:
                     sim.run_round()
-                outcome = sync_in_process(sim, db)
-                assert outcome.success, outcome.error
+                truth = checked_sync(sim, db, truth)  # the reference is itself held to the service's truth
                 dumps.append(dump(db))
         _references[key] = dumps
     return _references[key]
@@ -89,17 +89,26 @@ def faulty_scenario(seed: int, faults: dict, tmp: Path, figures: Counter, notes:
                 notes.append(f"seed {seed} {sorted(faults)} sync {i + 1} failed: {line[:160]}")
                 assert line and "\n" not in line and "Traceback" not in line
                 after = dump(db)
-                for table in want[i]:  # all or nothing per table: the old rows or the new ones
-                    assert after[table] in (before[table], want[i][table]), f"{table} half-written"
+                for table in set(want[i]) - RUN_RECORDS:  # all or nothing per table: the old rows or the new ones
+                    assert after[table] in (before.get(table, []), want[i][table]), f"{table} half-written"
+                # The record of the runs keeps every earlier run and holds this one's failure.
+                assert not lost(after, before).get("sync_runs"), lost(after, before)
+                assert any(r["status"] == "failure" for r in after.records("sync_runs")), after["sync_runs"]
                 # A failed run rebuilds the snapshot from the committed history (so /metrics shows the
                 # failure): it must be a complete document.
                 if snapshot.exists():
                     read_snapshot(snapshot)  # every part of the folder
                 outcome = sync_in_process(sim, db)
                 assert outcome.success, _root_cause(outcome.error)
-            got = diff(dump(db), want[i])
-            if got:
-                divergences.append((i + 1, got))
+            got = dump(db)
+            problems = diff(got, want[i], ignore=RUN_RECORDS)
+            # Runs that failed under faults are recorded as such: the only difference the record of the runs
+            # may show, besides every success of the clean sync.
+            extra = [r for r in runs_added(got, want[i]) if r["status"] != "failure"]
+            if extra or lost(got, want[i]).get("sync_runs"):
+                problems["sync_runs"] = f"beyond the failures: {extra}; lost: {lost(got, want[i]).get('sync_runs')}"
+            if problems:
+                divergences.append((i + 1, problems))
     figures["faults: divergences"] += len(divergences)
     assert not divergences, f"seed {seed} with {faults}: {divergences}"
 
@@ -125,7 +134,8 @@ def test_soak_fault_matrix_medium_world(seed, tmp_path_factory, figures, notes):
 
 
 def _core(db: Path) -> Dump:
-    return dump(db, {"projects": "id", "targets": "id", "issues": "id", "scans": "id"})
+    got = dump(db)
+    return Dump({t: got[t] for t in ("projects", "targets", "issues", "scans")}, columns=got.columns)
 
 
 @pytest.mark.parametrize("seed", [7, *(pytest.param(s, marks=pytest.mark.slow) for s in (8, 9, 10, 11, 12))])
@@ -149,8 +159,7 @@ def test_lists_changing_while_paged_are_caught_up_to_the_world_after(seed, mode,
             assert "\n" not in line and "cursor_invalid" in line
         sim.advance(3600)
         assert sync_in_process(sim, tmp_path / "faulty.duckdb").success
-        assert sync_in_process(sim, tmp_path / "fresh.duckdb").success
-        walked = Oracle(sim.base_url, sim.api_key).state()
+        walked = checked_sync(sim, tmp_path / "fresh.duckdb").state  # the fresh sync holds the truth
     got, fresh = _core(tmp_path / "faulty.duckdb"), _core(tmp_path / "fresh.duckdb")
     got_scans, fresh_scans = set(got.pop("scans")), set(fresh.pop("scans"))
     problems = diff(got, fresh)
@@ -158,9 +167,9 @@ def test_lists_changing_while_paged_are_caught_up_to_the_world_after(seed, mode,
         figures["faults: divergences"] += 1
     assert not problems, problems
     assert not fresh_scans - got_scans, sorted(fresh_scans - got_scans)[:3]
-    assert {r[0] for r in got["issues"]} == set(walked.issues_by_id())
-    assert {r[0] for r in got["projects"]} == {p["id"] for p in walked.projects}
-    assert {r[0] for r in fresh_scans} == set(walked.scans_by_id())
+    assert {r["id"] for r in got.records("issues")} == set(walked.issues_by_id())
+    assert {r["id"] for r in got.records("projects")} == {p["id"] for p in walked.projects}
+    assert {r["id"] for r in fresh.records("scans", fresh_scans)} == set(walked.scans_by_id())
     if got_scans - fresh_scans:
         notes.append(f"seed {seed} {mode}: {len(got_scans - fresh_scans)} scan(s) seen before the service "
                      "dropped them, kept")

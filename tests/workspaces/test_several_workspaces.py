@@ -7,14 +7,18 @@ import os
 import re
 import subprocess
 import sys
+import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from simulator.testing import SimConfig, serve_simulator
 from tests.e2e.stack import ROOT, Process, poll
 from tests.ingest.conftest import Oracle, query
+from tests.service_truth import mismatches, walk
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -64,11 +68,15 @@ def _ids(db: Path, sql: str) -> set[str]:
     return {r[0] for r in query(db, sql)}
 
 
-def test_a_revoked_key_fails_its_workspace_alone_in_one_line(first_sync):
+def test_a_revoked_key_fails_its_workspace_alone_in_one_line(sim, first_sync):
+    """Mutation that fails it (and passed the former check, which looked for `rst_` only after the variable's
+    name): the failure line ending with the refused credential (`... ({the key})`)."""
     assert first_sync.returncode == 1
     lines = first_sync.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("scanwatch sync: workspace gamma failed in account"), lines
-    assert "SCANWATCH_KEY_GAMMA" not in lines[0] or "rst_" not in lines[0].split("SCANWATCH_KEY_GAMMA")[-1]
+    output = first_sync.stdout + first_sync.stderr
+    for key in ("revoked", "pro", "pro_2"):  # the refused key, and the healthy ones, appear nowhere
+        assert sim.keys[key] not in output, key
     assert re.match(r"scanwatch sync: ok \(acme, beta\) in ", first_sync.stdout), first_sync.stdout
 
 
@@ -220,3 +228,49 @@ def test_with_dagster_home_the_summary_still_reaches_the_terminal(deployment, fi
     assert done.returncode == 1
     assert re.match(r"scanwatch sync: ok \(acme, beta\) in ", done.stdout), (done.stdout, done.stderr)
     assert done.stderr.strip().splitlines()[-1].startswith("scanwatch sync: workspace gamma failed in account")
+
+
+RATE_LIMIT, RATE_WINDOW = 4, 2.0  # per key; a first sync of one small workspace needs about 15 requests
+
+
+def test_rate_limited_workspaces_sync_at_once_each_within_its_own_keys_budget(tmp_path):
+    """The service's limit is per key. Two rate-limited workspaces synced at once each stay within their own
+    key's budget (no 429, never more than the limit in a window), and together they spend more than one key's
+    budget in a window: a sync that treated the keys as one budget could not.
+
+    Mutation that fails it: the pacer shared by every key of a base URL (`shared_pacer` keyed without the
+    key's digest)."""
+    hits: list[tuple[str, int, bool]] = []
+    with serve_simulator(SimConfig(seed=5, scale="small", clock="driven", control=True, rate_limit=RATE_LIMIT,
+                                   rate_window=RATE_WINDOW, pro_workspaces=2)) as sim:
+        limiter = sim.rt.limiter
+        real_hit = limiter.hit
+
+        def counted(secret: str):  # the service's own count of each key's window
+            decision = real_hit(secret)
+            hits.append((secret, int(time.time() // RATE_WINDOW), decision.allowed))
+            return decision
+
+        limiter.hit = counted
+        (tmp_path / "workspaces.yml").write_text("workspaces:\n  - name: acme\n    api_key_env: SCANWATCH_KEY_ACME\n"
+                                                 "  - name: beta\n    api_key_env: SCANWATCH_KEY_BETA\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_") and k != "DAGSTER_HOME"}
+        env.update({"SCANWATCH_WORKSPACES_FILE": str(tmp_path / "workspaces.yml"), "SCANWATCH_BASE_URL": sim.base_url,
+                    "SCANWATCH_KEY_ACME": sim.keys["pro"], "SCANWATCH_KEY_BETA": sim.keys["pro_2"],
+                    "SCANWATCH_DB": str(tmp_path / "history.duckdb")})
+        done = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync"], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert re.search(r"scanwatch sync: ok \(acme, beta\) in .*, 0 rate-limited answers", done.stdout), done.stdout
+        keys = {sim.keys["pro"]: "acme", sim.keys["pro_2"]: "beta"}
+        assert {keys.get(s) for s, _, _ in hits} == {"acme", "beta"}
+        assert all(allowed for _, _, allowed in hits), "a key went over its budget"
+        per_window = Counter((keys[s], w) for s, w, _ in hits)
+        assert max(per_window.values()) <= RATE_LIMIT
+        both = Counter(w for _, w, _ in hits)
+        assert max(both.values()) > RATE_LIMIT, sorted(per_window.items())  # two budgets spent at once
+        db = tmp_path / "history.duckdb"
+        for name, key in (("acme", "pro"), ("beta", "pro_2")):  # and each history is whole
+            truth = walk(sim.base_url, sim.keys[key])
+            with duckdb.connect(str(db), read_only=True) as conn:
+                assert mismatches(conn, truth) == [], name
