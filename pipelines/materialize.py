@@ -124,7 +124,7 @@ def _refresh_snapshot_after_failure() -> None:
     from pipelines.storage import connect
 
     try:
-        conn = connect(settings.Settings.load().paths.db, wait_seconds=5)
+        conn = connect(settings.Settings.load().history, wait_seconds=5)
     except Exception:  # the sync's own failure is what the user must see, not this one
         return
     try:

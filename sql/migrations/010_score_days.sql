@@ -19,12 +19,12 @@ WITH observed AS (
         arg_max(s.open_issues, s.observed_at) AS open_issues,
         arg_max(s.hidden_issues, s.observed_at) AS hidden_issues
     FROM score_snapshots AS s
-    GROUP BY ALL
+    GROUP BY CAST(timezone('UTC', s.observed_at) AS DATE), s.project_id, s.target_id
 ),
 open_before AS (
     SELECT workspace_id, project_id, day, CAST(sum(open_issues) AS INTEGER) AS open_issues
     FROM reconstructed_open_issues
-    GROUP BY ALL
+    GROUP BY workspace_id, project_id, day
 ),
 reconstructed AS (
     SELECT r.day, r.project_id, r.target_id, r.score, r.grade, r.score AS min_score, r.score AS max_score,

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("pipelines", "pipelines.credentials", "pipelines.settings", "pipelines.workspaces_file",
               "pipelines.vocabulary", "pipelines.sqlfiles", "pipelines.text", "pipelines.milestones",
+              "pipelines.history_location",
               "pipelines.scan_budget", "exporters.snapshot_format", "exporters.families")),
     ("api", ("pipelines.api", "pipelines.api.*")),
     ("storage", ("pipelines.storage", "pipelines.storage.*", "pipelines.backfill",
@@ -160,5 +161,7 @@ def test_no_two_modules_import_each_other():
 def test_a_loop_is_caught():
     sources = modules(ROOT)
     sources["pipelines.credentials"] += "\n\ndef added():\n    from pipelines.settings import Settings\n"
-    # settings reads the workspaces file, which stands on credentials: the added import closes the loop
-    assert cycles(sources) == [["pipelines.credentials", "pipelines.settings", "pipelines.workspaces_file"]]
+    # settings reads the workspaces file and the history's location, which both stand on credentials: the added
+    # import closes the loop
+    assert cycles(sources) == [["pipelines.credentials", "pipelines.history_location", "pipelines.settings",
+                                "pipelines.workspaces_file"]]
