@@ -75,9 +75,13 @@ class HistoryLocation:
         return self.value
 
     @property
+    def _is_url(self) -> bool:
+        return bool(_URL.match(self.value))
+
+    @property
     def secrets(self) -> tuple[str, ...]:
         """What must never be shown: the URL's password (as written and decoded) and secret parameters."""
-        if not self.is_postgres:
+        if not self._is_url:
             return ()
         found: list[str] = []
         try:
@@ -94,7 +98,7 @@ class HistoryLocation:
     @property
     def masked(self) -> str:
         """The location as it may be shown: a path as it is, a URL with its password as `***`."""
-        if not self.is_postgres:
+        if not self._is_url:
             return self.value
         try:
             parts = urlsplit(self.value)

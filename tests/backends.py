@@ -2,7 +2,7 @@
 crashes, many writers): a history is a DuckDB file's path or a PostgreSQL database's URL, exactly what
 `SCANWATCH_DB` holds, and it is read here with each engine's own driver, never through scanwatch's code.
 
-The `history_db` fixture (tests/conftest.py) yields one of each; tests that only need one engine keep
+The `engine_db` fixture (tests/conftest.py) yields one of each; tests that only need one engine keep
 DuckDB's `tmp_path / "history.duckdb"`.
 """
 

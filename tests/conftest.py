@@ -68,6 +68,6 @@ def new_history(request, tmp_path):
 
 
 @pytest.fixture
-def history_db(new_history) -> str:
+def engine_db(new_history) -> str:
     """One fresh, empty history on each engine (`new_history`)."""
     return new_history()

@@ -67,9 +67,9 @@ def test_skipping_unchanged_rows_gives_what_the_full_upsert_gave(new_history, mo
     assert counts == full_counts == {"opened": 1, "status_changed": 1, "reopened": 1, "severity_changed": 1}
 
 
-def test_unchanged_rows_are_marked_seen_and_keep_their_first_observation(history_db):
+def test_unchanged_rows_are_marked_seen_and_keep_their_first_observation(engine_db):
     rows = [_issue(n) for n in range(20)]
-    conn = connect(history_db)
+    conn = connect(engine_db)
     try:
         merge_issues(conn, "ws", rows, now=NOW)
         merge_issues(conn, "ws", rows, now=LATER)

@@ -67,7 +67,7 @@ def test_merging_a_group_of_stage_files_at_a_time_gives_what_one_merge_gives(new
     assert outcomes[0][2] == {"opened": 1, "status_changed": 1, "reopened": 1, "severity_changed": 1}
 
 
-def test_each_group_commits_its_issues_and_projects_are_marked_read_only_once_every_group_is_in(history_db,
+def test_each_group_commits_its_issues_and_projects_are_marked_read_only_once_every_group_is_in(engine_db,
                                                                                                  monkeypatch):
     """A merge stopped after its first group keeps that group's issues (the next sync finds them unchanged)
     and marks no project as read, so the next sync reads every project of the merge again."""
@@ -84,7 +84,7 @@ def test_each_group_commits_its_issues_and_projects_are_marked_read_only_once_ev
             if len(groups) == 2:
                 raise RuntimeError("stopped")
 
-    conn = connect(history_db)
+    conn = connect(engine_db)
     stop = milestones.observe(stop_in_the_second_group)
     try:
         with pytest.raises(RuntimeError, match="stopped"):
@@ -106,9 +106,9 @@ def test_each_group_commits_its_issues_and_projects_are_marked_read_only_once_ev
         conn.close()
 
 
-def test_a_walk_that_starts_over_drops_what_it_gave_and_the_latest_sighting_wins(history_db):
+def test_a_walk_that_starts_over_drops_what_it_gave_and_the_latest_sighting_wins(engine_db):
     first, moved = _issue(1), dict(_issue(2), title="old")
-    conn = connect(history_db)
+    conn = connect(engine_db)
     with StageFile("issues") as stage:
         stage.extend([dict(first, title="abandoned pass"), _issue(3)])
         stage.restart()
@@ -122,11 +122,11 @@ def test_a_walk_that_starts_over_drops_what_it_gave_and_the_latest_sighting_wins
 
 
 @pytest.mark.parametrize("field", ["kind", "created_at"])
-def test_a_scan_keeps_what_its_first_sighting_said_of_its_immutable_fields(history_db, field):
+def test_a_scan_keeps_what_its_first_sighting_said_of_its_immutable_fields(engine_db, field):
     scan = {"id": "s1", "target_id": "t1", "project_id": "p1", "kind": "quick", "status": "queued",
             "reused": False, "created_at": "2026-11-20T12:00:00.000Z"}
     changed = {**scan, "status": "done", "kind": "audit", "reused": True, "created_at": "2026-11-21T00:00:00.000Z"}
-    conn = connect(history_db)
+    conn = connect(engine_db)
     try:
         merge_scans(conn, "ws", [scan], now=NOW)
         merge_scans(conn, "ws", [changed], now=LATER)
@@ -138,9 +138,9 @@ def test_a_scan_keeps_what_its_first_sighting_said_of_its_immutable_fields(histo
         conn.close()
 
 
-def test_reused_once_true_stays_true_through_the_generated_upsert(history_db):
+def test_reused_once_true_stays_true_through_the_generated_upsert(engine_db):
     scan = {"id": "s1", "target_id": "t1", "project_id": "p1", "kind": "quick", "status": "queued", "reused": False}
-    conn = connect(history_db)
+    conn = connect(engine_db)
     try:
         seen = []
         for reused in (False, True, False):
