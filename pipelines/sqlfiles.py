@@ -7,6 +7,7 @@ Migrations, snapshot SQL and the cookbook all go through here so there is one an
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -65,7 +66,10 @@ def transaction(conn: Any, milestone: str | None = None) -> Iterator[Any]:
         if milestone:
             milestones.reached(f"{milestone}.before_commit")
     except BaseException:
-        conn.execute("ROLLBACK")
+        # A connection already lost (a PostgreSQL server restarting) rolled back by itself: the first error is
+        # the one to tell.
+        with contextlib.suppress(Exception):
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
     if milestone:

@@ -22,7 +22,8 @@ import psycopg
 from psycopg import errors
 
 from pipelines.history_location import HistoryLocation
-from pipelines.storage.engines.postgres_engine import POSTGRES, HistoryUnavailableError
+from pipelines.storage.engines.base import HistoryUnavailableError
+from pipelines.storage.engines.postgres_engine import POSTGRES
 from pipelines.storage.engines.sqltext import UnterminatedError, split, words
 
 READ_STARTS = {"select", "with", "values", "table", "show", "explain"}

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.history_location import HistoryLocation
-from pipelines.storage.engines.base import Capabilities, Connection, Engine
+from pipelines.storage.engines.base import Capabilities, Connection, Engine, HistoryUnavailableError
 from pipelines.storage.engines.duckdb_engine import DUCKDB, HistoryLockedError
 
-__all__ = ["DUCKDB", "Capabilities", "Connection", "Engine", "HistoryLockedError", "as_connection", "location_of"]
+__all__ = ["DUCKDB", "Capabilities", "Connection", "Engine", "HistoryLockedError", "HistoryUnavailableError",
+           "as_connection", "location_of"]
 
 
 def location_of(db: str | Path | HistoryLocation) -> HistoryLocation:

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipelines.history_location import HistoryLocation
 from pipelines.storage.engines.sqltext import Statement
+
+
+class HistoryUnavailableError(RuntimeError):
+    """The history's server cannot be reached or used; the message says what to fix, its URL masked."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ class Engine:
     def split(self, raw: Any, sql: str) -> Sequence[Statement]:
         raise NotImplementedError
 
-    def execute(self, raw: Any, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> Any:
+    def execute(self, conn: Connection, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> Any:
         raise NotImplementedError
 
     def run_script(self, conn: Connection, sql: str) -> None:
@@ -91,13 +96,18 @@ class Connection:
     a connection (DuckDB's `cursor()`, `interrupt()`) goes to the driver's own.
     """
 
-    def __init__(self, raw: Any, engine: Engine, label: str = "") -> None:
+    def __init__(self, raw: Any, engine: Engine, location: HistoryLocation | None = None) -> None:
         self.raw = raw
         self.engine = engine
-        self.label = label  # the history as it may be shown (a path, or a URL without its password)
+        self.location = location or HistoryLocation(":memory:")
+
+    @property
+    def label(self) -> str:
+        """The history as it may be shown: a path, or a URL without its password."""
+        return self.location.masked
 
     def execute(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> Any:
-        return self.engine.execute(self.raw, sql, params)
+        return self.engine.execute(self, sql, params)
 
     def split_statements(self, sql: str) -> Sequence[Statement]:
         return self.engine.split(self.raw, sql)

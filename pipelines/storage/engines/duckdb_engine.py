@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 
+from pipelines.history_location import HistoryLocation
 from pipelines.storage.engines.base import Capabilities, Connection, Engine
 from pipelines.storage.engines.sqltext import Statement
 
@@ -54,13 +55,13 @@ class DuckDBEngine(Engine):
         raw.execute("SET TimeZone = 'UTC'")
         for name, value in SETTINGS.items():
             raw.execute(f"SET {name} = '{value}'")
-        return Connection(raw, self, str(path))
+        return Connection(raw, self, HistoryLocation(str(path)))
 
     def split(self, raw: Any, sql: str) -> Sequence[Statement]:
         return [Statement(s.query, tuple(s.named_parameters)) for s in raw.extract_statements(sql)]
 
-    def execute(self, raw: Any, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> Any:
-        return raw.execute(sql, params) if params is not None else raw.execute(sql)
+    def execute(self, conn: Connection, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> Any:
+        return conn.raw.execute(sql, params) if params is not None else conn.raw.execute(sql)
 
     def load_stage(self, conn: Connection, table: str, columns: Sequence[str], files: Sequence[Path]) -> None:
         *text, seq = columns

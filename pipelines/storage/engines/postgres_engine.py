@@ -27,7 +27,7 @@ from psycopg import conninfo, errors
 
 from pipelines.history_location import HistoryLocation
 from pipelines.sqlfiles import read_sql
-from pipelines.storage.engines.base import Capabilities, Connection, Engine
+from pipelines.storage.engines.base import Capabilities, Connection, Engine, HistoryUnavailableError
 from pipelines.storage.engines.sqltext import Statement, split, to_pyformat, words
 
 CONNECT_TIMEOUT_SECONDS = 10  # unless the URL says otherwise (connect_timeout=...)
@@ -41,10 +41,6 @@ _CATCHING = {"INTEGER": "scanwatch_try_integer", "DOUBLE PRECISION": "scanwatch_
 _NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 _STAGE_LINES = "scanwatch_stage_lines"
 _REPLACE_VIEW = re.compile(r"^create or replace view (\S+)")
-
-
-class HistoryUnavailableError(RuntimeError):
-    """The PostgreSQL history cannot be reached or used; the message says what to fix, the URL masked."""
 
 
 def _reason(exc: BaseException, location: HistoryLocation) -> str:
@@ -75,6 +71,22 @@ def describe_failure(exc: BaseException, location: HistoryLocation) -> str:
         return (f"cannot reach the PostgreSQL server of the history at {where} ({reason}): check that it runs and "
                 "that the host and port in SCANWATCH_DB are right")
     return f"cannot open the PostgreSQL history at {where}: {reason}"
+
+
+@contextmanager
+def lost_server(conn: Connection) -> Iterator[None]:
+    """A connection the server dropped (a restart, a failover, a network cut) is one line: the server has
+    rolled back the open transaction, so nothing of it is half-written."""
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        raw = conn.raw
+        if raw.closed or raw.broken or isinstance(exc, (errors.AdminShutdown, errors.CrashShutdown,
+                                                             errors.CannotConnectNow)):
+            raise HistoryUnavailableError(
+                f"lost the PostgreSQL server of the history at {conn.label} ({_reason(exc, conn.location)}): "
+                "what this step was writing was rolled back; the next sync catches up") from None
+        raise
 
 
 class PostgresEngine(Engine):
@@ -116,18 +128,19 @@ class PostgresEngine(Engine):
         except BaseException:
             raw.close()
             raise
-        return Connection(raw, self, location.masked)
+        return Connection(raw, self, location)
 
     # --- statements and parameters
     def split(self, raw: Any, sql: str) -> Sequence[Statement]:
         return split(sql)
 
-    def execute(self, raw: Any, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> Any:
-        if params is None:
-            return raw.execute(sql)
-        if isinstance(params, Mapping):
-            return raw.execute(to_pyformat(sql), params)
-        return raw.execute(to_pyformat(sql, positional=True), list(params))
+    def execute(self, conn: Connection, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> Any:
+        with lost_server(conn):
+            if params is None:
+                return conn.raw.execute(sql)
+            if isinstance(params, Mapping):
+                return conn.raw.execute(to_pyformat(sql), params)
+            return conn.raw.execute(to_pyformat(sql, positional=True), list(params))
 
     def run_script(self, conn: Connection, sql: str) -> None:
         """Each statement in turn; `CREATE OR REPLACE VIEW` replaces a view whatever its columns, as DuckDB
@@ -146,7 +159,7 @@ class PostgresEngine(Engine):
         # CSV with a quote and a delimiter no JSON text holds raw (JSON escapes every control character), so
         # each line arrives as it is: COPY's text format would undo the JSON's backslash escapes.
         copy_sql = f"COPY {_STAGE_LINES} (line) FROM STDIN (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')"
-        with conn.raw.cursor() as cursor, cursor.copy(copy_sql) as copy:
+        with lost_server(conn), conn.raw.cursor() as cursor, cursor.copy(copy_sql) as copy:
             for path in files:
                 with open(path, "rb") as fh:
                     while lines := fh.readlines(1 << 20):
