@@ -130,10 +130,10 @@ class PgServer:
                          str(self.socket_dir), "-p", str(self.port), "-U", SUPERUSER, "-d", database,
                          "-c", sql).stdout
 
-    def create_database(self, name: str | None = None) -> str:
-        """A fresh, empty database; returns its name."""
+    def create_database(self, name: str | None = None, *, template: str | None = None) -> str:
+        """A fresh, empty database (or a copy of `template`, which nobody may be connected to); returns its name."""
         name = name or f"t_{secrets.token_hex(6)}"
-        self.psql(f'CREATE DATABASE "{name}"')
+        self.psql(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
         self.databases.append(name)
         return name
 
@@ -152,8 +152,9 @@ class PgServer:
             for path in (root, replica.socket_dir):
                 os.chown(path, user.pw_uid, user.pw_gid)
         os.chmod(root, 0o700)
-        replica._run(str(self.bin_dir / "pg_basebackup"), "-D", str(replica.data_dir), "-R", "-X", "stream", "-c", "fast",
-                     "-h", str(self.socket_dir), "-p", str(self.port), "-U", SUPERUSER, "--no-sync", timeout=120)
+        replica._run(str(self.bin_dir / "pg_basebackup"), "-D", str(replica.data_dir), "-R", "-X", "stream",
+                     "-c", "fast", "-h", str(self.socket_dir), "-p", str(self.port), "-U", SUPERUSER, "--no-sync",
+                     timeout=120)
         replica.options = self.options.replace(f"-p {self.port} -k {self.socket_dir}",
                                                f"-p {replica.port} -k {replica.socket_dir}")
         replica._pg_ctl_start()
