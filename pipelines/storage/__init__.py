@@ -4,7 +4,7 @@ Python only moves pages into a staging table; every comparison, upsert and event
 in one transaction per table group, so a crash leaves the previous state, never half of a new one.
 """
 
-from pipelines.storage.db import HistoryLockedError, connect, migrate, schema_version, writer
+from pipelines.storage.db import HistoryLockedError, connect, migrate, reader, schema_version, writer
 from pipelines.storage.engines import HistoryUnavailableError
 from pipelines.storage.merge import (
     KNOWN_VALUES,
@@ -29,6 +29,7 @@ __all__ = [
     "merge_projects",
     "merge_scans",
     "migrate",
+    "reader",
     "record_sync_run",
     "schema_version",
     "writer",

@@ -21,7 +21,7 @@ from pipelines.storage.engines import Connection, HistoryLockedError, as_connect
 from pipelines.storage.engines.duckdb_engine import DUCKDB, SETTINGS, file_writer
 from pipelines.storage.reference import write_vocabulary
 
-__all__ = ["SETTINGS", "HistoryLockedError", "connect", "migrate", "schema_version", "writer"]
+__all__ = ["SETTINGS", "HistoryLockedError", "connect", "migrate", "reader", "schema_version", "writer"]
 
 _MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 _ENGINES = re.compile(r"^--\s*engines:\s*(.+)$", re.MULTILINE)
@@ -95,6 +95,23 @@ def connect(db: str | Path | HistoryLocation, *, wait_seconds: float = 30.0) -> 
         conn.close()
         raise
     return conn
+
+
+@contextmanager
+def reader(db: str | Path | HistoryLocation) -> Iterator[Connection]:
+    """The history for a brief read (a sensor's look at the queued scans): DuckDB's file opened read-only (it
+    fails at once while a writer holds it), or a PostgreSQL connection that never waits for a writer."""
+    location = location_of(db)
+    if location.is_postgres:
+        from pipelines.storage.engines.postgres_engine import POSTGRES
+
+        conn = POSTGRES.open(location, writer=False)
+    else:
+        conn = DUCKDB.open_read_only(location.path)
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 @contextmanager

@@ -8,12 +8,14 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from pipelines import milestones
+from pipelines.read_only import ReadRefused, execute_read_only
 from pipelines.storage import connect, merge_issues
 from tests.backends import dump, rows
 from tests.benchmarks.test_merge_unchanged import _issue
@@ -29,14 +31,18 @@ def scanwatch_sql(url: str, *args: str, timeout: float = 60) -> subprocess.Compl
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture
-def history(pg_database: str) -> str:
-    conn = connect(pg_database)
+@pytest.fixture(scope="module")
+def history(pg_server) -> Iterator[str]:
+    """One history for the module: every test leaves it as it was (and most check that they did)."""
+    name = pg_server.create_database()
+    url = pg_server.url(name)
+    conn = connect(url)
     try:
         merge_issues(conn, "ws", [_issue(n) for n in range(20)], now=NOW)
     finally:
         conn.close()
-    return pg_database
+    yield url
+    pg_server.drop_database(name)
 
 
 def _password(url: str) -> str:
@@ -91,17 +97,29 @@ def test_the_notebook_api_reads_the_same_door(history):
     "SELECT 1; DELETE FROM issues",
     "SELECT nextval('x')",
 ])
-def test_a_write_or_server_side_access_is_one_line_and_writes_nothing(history, tmp_path, statement):
+def test_a_write_or_server_side_access_is_refused_and_writes_nothing(history, tmp_path, statement):
+    """The door scanwatch sql and pipelines.history share, called as they call it (their one-line output is
+    checked below, through the command itself)."""
     target = tmp_path / "written-by-the-server"
     before = dump(history)
-    done = scanwatch_sql(history, statement.format(target=target))
-    assert done.returncode == 1, done.stdout
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("scanwatch sql: "), done.stderr
-    assert "Traceback" not in done.stderr
+    with pytest.raises(ReadRefused) as refused:
+        execute_read_only(history, statement.format(target=target))
+    message = str(refused.value)
+    assert refused.value.code == 1 and "\n" not in message
     assert dump(history) == before
     assert not target.exists()
-    assert _password(history) not in done.stderr + done.stdout
+    assert _password(history) not in message
+
+
+@pytest.mark.parametrize("statement", ["DELETE FROM issues", "SELECT lo_import('/etc/hostname')",
+                                       "WITH gone AS (DELETE FROM issues RETURNING id) SELECT count(*) FROM gone"])
+def test_the_command_says_a_refusal_in_one_line(history, statement):
+    before = dump(history)
+    done = scanwatch_sql(history, statement)
+    assert done.returncode == 1, done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("scanwatch sql: ") and "read-only" in lines[0], done.stderr
+    assert dump(history) == before
 
 
 def test_explain_of_a_read_works(history):
@@ -116,7 +134,17 @@ def test_a_long_query_is_stopped_at_its_time_limit(history):
     assert "longer than 1 s" in done.stderr and "--timeout" in done.stderr
 
 
-def test_a_reader_returns_while_a_sync_holds_its_write_transaction_open(history):
+@pytest.fixture
+def own_history(pg_database: str) -> str:
+    conn = connect(pg_database)
+    try:
+        merge_issues(conn, "ws", [_issue(n) for n in range(20)], now=NOW)
+    finally:
+        conn.close()
+    return pg_database
+
+
+def test_a_reader_returns_while_a_sync_holds_its_write_transaction_open(own_history):
     """A real merge stopped before its commit (its workspace's lock and its rows' locks held): the reader's
     query returns at once, with the history as it was, and the merge then commits."""
     paused, go_on = threading.Event(), threading.Event()
@@ -129,7 +157,7 @@ def test_a_reader_returns_while_a_sync_holds_its_write_transaction_open(history)
     outcome: list[object] = []
 
     def sync() -> None:
-        conn = connect(history)
+        conn = connect(own_history)
         try:
             changed = [dict(_issue(n), status="fixed", fixed_at="2026-11-20T12:30:00Z") if n % 4 else _issue(n)
                        for n in range(20)]
@@ -142,9 +170,9 @@ def test_a_reader_returns_while_a_sync_holds_its_write_transaction_open(history)
     try:
         writer.start()
         assert paused.wait(120), "the merge never reached its commit"
-        locks = rows(history, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")[0][0]
+        locks = rows(own_history, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")[0][0]
         assert locks >= 1  # the sync holds its workspace's turn and its transaction is open
-        done = scanwatch_sql(history, "SELECT count(*) FILTER (WHERE status = 'fixed') FROM issues",
+        done = scanwatch_sql(own_history, "SELECT count(*) FILTER (WHERE status = 'fixed') FROM issues",
                              "--format", "csv", timeout=30)
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines()[1] == "5"  # the committed history, not the merge under way
@@ -153,7 +181,7 @@ def test_a_reader_returns_while_a_sync_holds_its_write_transaction_open(history)
         writer.join(120)
         stop()
     assert outcome and outcome[0].events.get("status_changed") == 15
-    assert rows(history, "SELECT count(*) FROM issues WHERE status = 'fixed'")[0][0] == 20
+    assert rows(own_history, "SELECT count(*) FROM issues WHERE status = 'fixed'")[0][0] == 20
 
 
 def test_a_reader_never_queues_behind_a_schema_change(history, pg_server):

@@ -26,12 +26,11 @@ from tests.reliability.harness import ROOT
 SEED = 29
 # Passages count account, projects, scans, issues in that order (merges), and each staged non-empty list.
 POINTS = [
-    ("merge.before_commit", 2),  # projects and targets merged, not committed
     ("merge.before_commit", 4),  # issues and their events merged, not committed
-    ("merge.staged", 5),  # the issues' stage files being loaded
     ("merge.after_commit", 4),  # the issues committed, the projects not yet marked as read
 ]
-SOAK_POINTS = [("merge.staged", 1), ("merge.before_commit", 1), ("merge.after_commit", 1), ("merge.staged", 3),
+SOAK_POINTS = [("merge.before_commit", 2), ("merge.staged", 5), ("merge.staged", 1), ("merge.before_commit", 1),
+               ("merge.after_commit", 1), ("merge.staged", 3),
                ("merge.before_commit", 3), ("merge.after_commit", 3), ("scans.paging", 3), ("scans.before_state", 1),
                ("issues.paging", 2), ("step.recorded", 4)]
 CORE = {"accounts": "workspace_id", "projects": "id", "targets": "id", "scans": "id", "issues": "id",

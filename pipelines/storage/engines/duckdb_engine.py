@@ -57,6 +57,11 @@ class DuckDBEngine(Engine):
             raw.execute(f"SET {name} = '{value}'")
         return Connection(raw, self, HistoryLocation(str(path)))
 
+    def open_read_only(self, path: str | Path) -> Connection:
+        raw = duckdb.connect(str(path), read_only=True)
+        raw.execute("SET TimeZone = 'UTC'")
+        return Connection(raw, self, HistoryLocation(str(path)))
+
     def split(self, raw: Any, sql: str) -> Sequence[Statement]:
         return [Statement(s.query, tuple(s.named_parameters)) for s in raw.extract_statements(sql)]
 
