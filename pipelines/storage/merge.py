@@ -143,6 +143,8 @@ def _set_context(conn: Connection, workspace_id: str | None, now: datetime,
     conn.engine.lock_workspace(conn, workspace_id)
     execute_file(conn, "merge/context.sql",
                  {"workspace_id": workspace_id, "now": now, "service_version": service_version})
+    if conn.engine.capabilities.analyse_stage:  # one row: joined with a stage, it must not multiply estimates
+        conn.engine.analyse(conn, "merge_context")
 
 
 def merge_account(conn: Any, account: dict, *, now: datetime,

@@ -114,6 +114,10 @@ class PostgresEngine(Engine):
             raw.adapters.register_loader(name, psycopg.types.string.TextLoader)
         try:
             raw.execute("SET TimeZone = 'UTC'")
+            # A merge's statements are short and planned once: compiling them (JIT, on above a cost estimate
+            # that a large stage reaches) took longer than running them, 4.4 s of a 4.9 s event diff of 20k
+            # issues.
+            raw.execute("SET jit = off")
             if writer:
                 standby, read_only = raw.execute(
                     "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchone()
