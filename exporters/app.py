@@ -1,4 +1,7 @@
-"""The exporter's ASGI app: /metrics through prometheus-client, /-/healthy for probes, 404 elsewhere.
+"""The exporter's ASGI app: /metrics through prometheus-client, /-/healthy and /-/ready for probes, 404 elsewhere.
+
+/-/healthy answers 200 while the process serves (liveness); /-/ready answers 503 until a first snapshot has
+loaded and 200 after (readiness), so a new pod joins its Service only once /metrics carries the workspaces.
 
 An unfiltered GET of /metrics is answered from the per-snapshot cache (exposition.py) with the library's
 own format negotiation and gzip; everything else on /metrics (filters by `name[]`, OPTIONS, and the 405
@@ -45,6 +48,11 @@ def make_app(exposition: Exposition) -> ASGIApp:
         query = scope["query_string"].decode("latin-1")
         if scope["path"] == "/-/healthy":
             status, out, body = "200 OK", [("Content-Type", "text/plain; charset=utf-8")], b"ok\n"
+        elif scope["path"] == "/-/ready":
+            ready = await asyncio.to_thread(exposition.ready)  # a first load reads and parses the snapshot
+            status = "200 OK" if ready else "503 Service Unavailable"
+            out = [("Content-Type", "text/plain; charset=utf-8")]
+            body = b"ready\n" if ready else b"not ready: no metrics snapshot loaded yet (has a sync run?)\n"
         elif scope["path"] not in METRICS_PATHS:
             status, out = "404 Not Found", [("Content-Type", "text/plain; charset=utf-8")]
             body = b"not found: scanwatch serves /metrics\n"

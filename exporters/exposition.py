@@ -86,6 +86,16 @@ class Exposition:
         registry.register(self.process)
         return registry
 
+    def ready(self) -> bool:
+        """Whether unfiltered scrapes now serve a loaded snapshot (the readiness probe).
+
+        Asked through the same cache as /metrics, so a probe that sees a new file starts its rendering as a
+        scrape would, and answers True only once a scrape would carry the workspaces' series. Once one has
+        loaded, a later unreadable file keeps the last good one served, so the pod stays ready.
+        """
+        current = self._current()
+        return current is not None and current.view.doc is not None
+
     def body(self, accept: str | None, accept_encoding: str | None, *,
              cached_only: bool = False) -> tuple[str, list[tuple[str, str]], bytes] | None:
         """(status, headers, body) of an unfiltered scrape, as the library's `_bake_output` would answer.

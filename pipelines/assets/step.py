@@ -21,6 +21,7 @@ import duckdb
 
 from pipelines import milestones
 from pipelines.api import PlanRequiredError, ScanningClient
+from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
 from pipelines.sqlfiles import read_sql
@@ -106,8 +107,18 @@ def sync_deadline(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> 
     return (started or time.time()) + Settings.load().sync_deadline_seconds
 
 
-def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> str | None:
-    return context.partition_key if context.has_partition_key else None
+def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> str:
+    """The run's workspace (its partition). A run started without one, as `dagster job execute` does unless
+    told, would fail a step later in Dagster's own input loading with a traceback; it stops here instead, with
+    one line naming the tag to pass."""
+    if context.has_partition_key:
+        return context.partition_key
+    keys = WORKSPACES.get_partition_keys()
+    raise dg.Failure(
+        description=f"{context.run.job_name} runs one workspace: pass --tags "
+                    f"'{{\"dagster/partition\": \"{keys[0]}\"}}' to dagster job execute "
+                    f"(workspaces: {', '.join(keys)}), or run `scanwatch sync`",
+        allow_retries=False)
 
 
 @contextmanager

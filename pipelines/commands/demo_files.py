@@ -37,7 +37,7 @@ class DemoDirs:
     logs: Path
 
 
-def _project_file(installed: str, checkout: str) -> Path | None:
+def project_file(installed: str, checkout: str) -> Path | None:
     """An installed copy wins over a stray checkout, as for the SQL files."""
     for candidate in (_PACKAGE_DIR / installed, _PACKAGE_DIR.parent / checkout):
         if candidate.exists():
@@ -74,7 +74,7 @@ def prepare(root: Path) -> DemoDirs:
     )
     for folder in (dirs.dagster_home, dirs.prometheus_data, dirs.logs):
         folder.mkdir(parents=True, exist_ok=True)
-    dagster_yaml = _project_file("_dagster.yaml", "dagster.yaml")
+    dagster_yaml = project_file("_dagster.yaml", "dagster.yaml")
     if dagster_yaml is None:
         raise DemoSetupError("dagster.yaml not found beside the pipelines package (checkout) nor as "
                              "pipelines/_dagster.yaml (wheel); reinstall scanwatch")
@@ -98,7 +98,7 @@ def rule_files() -> list[Path]:
     Recognised by content rather than by name so that `prometheus.yml` and `promtool test rules` files
     (which hold `rule_files:` and `tests:`) are left out whatever the rules folder's layout becomes.
     """
-    folder = _project_file("_prometheus", "prometheus")
+    folder = project_file("_prometheus", "prometheus")
     if folder is None or not folder.is_dir():
         return []
     found = []
@@ -113,7 +113,7 @@ def rule_files() -> list[Path]:
 
 def scrape_job_name() -> str:
     """The exporter's job name in the repo's prometheus.yml, so rules that select on `job` still match."""
-    config = _project_file("_prometheus/prometheus.yml", "prometheus/prometheus.yml")
+    config = project_file("_prometheus/prometheus.yml", "prometheus/prometheus.yml")
     if config is not None:
         match = re.search(r"job_name:\s*['\"]?([\w.-]+)", config.read_text(encoding="utf-8"))
         if match:

@@ -35,6 +35,8 @@ DEMO_SCANS_CRON = "*/5 * * * *"
 # Scans last a minute: the scan the demo requests at start is still queued when the first sync reads it, so
 # the scan-finished sensor has something to see finish once Dagster is up.
 DEMO_SCAN_SECONDS = 60
+# The ingestion group's page in the code location `scanwatch` (repository `__repository__` of a Definitions).
+DAGSTER_GROUP_PAGE = "locations/__repository__@scanwatch/asset-groups/service"
 _BASE_URL = re.compile(r"https?://[^\s'\"<>]+/v1\b")
 _API_KEY = re.compile(r"\b(?:rst|rat)_[0-9A-Za-z]{8,}")
 # The demo follows two of the simulator's workspaces: (name in the workspaces file, variable of its key).
@@ -304,7 +306,9 @@ class Demo:
         say(f"  simulated service  {base_url}   key {mask_key(api_key)} "
             "(a fake key; the full one is in the simulator log)")
         if dagster_url:
-            say(f"  Dagster UI         {dagster_url}/asset-groups   the asset graph: each asset and its checks")
+            # A group's own page draws its assets; the global graph starts with each group folded into a box.
+            say(f"  Dagster UI         {dagster_url}/{DAGSTER_GROUP_PAGE}   the asset graph: each asset and "
+                "its checks")
             say(f"                     {dagster_url}/runs           the first sync, then a refresh every 2 min")
             say(f"                     {dagster_url}/automation     schedules (2 and 5 min) and the scan sensor")
             say("                     the sensor's runs carry the tag scanwatch/trigger=scan_finished")

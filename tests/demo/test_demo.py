@@ -59,6 +59,7 @@ def test_demo_comes_up_with_data_and_stops_clean(tmp_path):
         assert _location_names(ports["dagster"]) == ["scanwatch"]
         wait_for(lambda: "Stopping in" in log.read_text(), "the banner", proc, log, timeout=60)
         _assert_the_sql_line_works_when_pasted(log.read_text(), tmp_path)
+        _assert_dagster_first_screen(ports["dagster"], log.read_text())
         if prometheus:
             prom = f"http://127.0.0.1:{ports['prometheus']}"
             assert get(f"{prom}/-/ready")[0] == 200
@@ -105,6 +106,20 @@ def _graphql(dagster_port: int, query: str) -> dict:
 def _location_names(dagster_port: int) -> list[str]:
     data = _graphql(dagster_port, "{ workspaceOrError { ... on Workspace { locationEntries { name } } } }")
     return [e["name"] for e in data["workspaceOrError"]["locationEntries"]]
+
+
+def _assert_dagster_first_screen(dagster_port: int, banner: str) -> None:
+    """No "join the community" pop-up, and the banner's asset-graph link opens a group that draws assets
+    (a repository@location and group Dagster knows), not the global graph of folded group boxes."""
+    assert _graphql(dagster_port, "{ shouldShowNux }") == {"shouldShowNux": False}
+    link = re.search(rf"http://127\.0\.0\.1:{dagster_port}/locations/([^@/\s]+)@([^/\s]+)/asset-groups/(\w+)\s",
+                     banner)
+    assert link, banner
+    repository, location, group = link.groups()
+    selector = f'groupName: "{group}", repositoryName: "{repository}", repositoryLocationName: "{location}"'
+    data = _graphql(dagster_port, f"{{ assetNodes(group: {{{selector}}}) {{ assetKey {{ path }} }} }}")
+    keys = {"/".join(n["assetKey"]["path"]) for n in data["assetNodes"]}
+    assert {"account", "projects", "targets", "scans", "issues"} <= keys, keys
 
 
 def _sensor_runs(dagster_port: int) -> int:

@@ -1,0 +1,173 @@
+"""The Helm chart, rendered by Helm itself (its Go SDK through helm-python-sdk, no helm binary or cluster).
+
+What a cluster would receive is checked the way it would be: every manifest against Kubernetes' own
+schemas (kubernetes-validate, a current version); the PrometheusRule's groups equal prometheus/rules and pass
+`promtool test rules`; the dashboards' ConfigMaps carry grafana/dashboards byte for byte with the sidecar's
+label; no credential is ever written in values or manifests.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import helm_python as helm
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.deploy.conftest import ROOT
+
+CHART = ROOT / "deploy" / "helm" / "scanwatch"
+DAGSTER_VALUES = ROOT / "deploy" / "helm" / "dagster-values.yaml"
+K8S_VERSION = kubernetes_validate.latest_version()
+ALL_ON = {"secret": {"name": "scanwatch"}, "serviceMonitor": {"enabled": True},
+          "prometheusRule": {"enabled": True}}
+CRDS = {("monitoring.coreos.com/v1", "PrometheusRule"), ("monitoring.coreos.com/v1", "ServiceMonitor")}
+
+
+def render(values: dict) -> list[dict]:
+    with helm.Chart.load(str(CHART)) as chart:
+        out = chart.render(values, name="sw", namespace="monitoring", is_install=True)
+    docs = []
+    for name, text in out.items():
+        if name.endswith(".yaml"):
+            docs += [d for d in yaml.safe_load_all(text) if d]
+    return docs
+
+
+def one(docs: list[dict], kind: str) -> dict:
+    (found,) = [d for d in docs if d["kind"] == kind]
+    return found
+
+
+def _promtool() -> str:
+    found = shutil.which("promtool")
+    assert found, "promtool not found: run `make test-tools`"
+    return found
+
+
+def test_the_charts_copies_of_rules_and_dashboards_are_current():
+    done = subprocess.run([sys.executable, str(ROOT / "deploy" / "generate.py"), "--check"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_helm_lints_the_chart():
+    report = helm.lint(str(CHART), values={"secret": {"name": "scanwatch"}}, strict=True, kube_version=K8S_VERSION)
+    assert report["errors"] == [] and [m for m in report["messages"] if m["severity"] > 1] == [], report
+
+
+def test_every_manifest_passes_kubernetes_schemas():
+    docs = render(ALL_ON)
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == ["ConfigMap", "ConfigMap", "Deployment", "PrometheusRule", "Service", "ServiceMonitor"]
+    for doc in docs:
+        if (doc["apiVersion"], doc["kind"]) in CRDS:
+            continue  # no schema offline for prometheus-operator's kinds: checked field by field below
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+def test_a_missing_secret_name_stops_the_render_with_what_to_set():
+    with pytest.raises(helm.HelmError, match=r"secret\.name"):
+        render({})
+
+
+def test_by_default_no_operator_kinds_and_the_dashboards_on():
+    kinds = sorted(d["kind"] for d in render({"secret": {"name": "s"}}))
+    assert kinds == ["ConfigMap", "ConfigMap", "Deployment", "Service"]
+
+
+def test_the_exporter_probes_and_reads_the_history_from_the_secret_only():
+    docs = render(ALL_ON)
+    (container,) = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/-/healthy", "port": "metrics"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/-/ready", "port": "metrics"}
+    assert container["command"][:2] == ["scanwatch", "exporter"]
+    assert container["env"] == [{"name": "SCANWATCH_DB", "valueFrom": {"secretKeyRef": {
+        "name": "scanwatch", "key": "SCANWATCH_DB"}}}]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert one(docs, "Deployment")["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert "Secret" not in {d["kind"] for d in docs}
+    credential = re.compile(r"postgres(?:ql)?://|\b(?:rst|rat)_[0-9A-Za-z]{8,}|[Pp]assword\W*:\s*[^\s{]")
+    assert not credential.search(yaml.safe_dump_all(docs))
+    for values in (CHART / "values.yaml", DAGSTER_VALUES):  # the values themselves, their comments aside
+        assert not credential.search(yaml.safe_dump(yaml.safe_load(values.read_text()))), values
+
+
+def test_the_service_monitor_scrapes_the_job_the_rules_select():
+    docs = render(ALL_ON)
+    monitor, service = one(docs, "ServiceMonitor"), one(docs, "Service")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["monitoring"]}
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] == service["spec"]["ports"][0]["name"] == "metrics" and endpoint["path"] == "/metrics"
+    job = service["metadata"]["labels"][monitor["spec"]["jobLabel"]]  # what the operator sets `job` to
+    alerts = (ROOT / "prometheus" / "rules" / "secscan-alerts.yml").read_text()
+    assert f'job="{job}"' in alerts
+    assert yaml.safe_load((ROOT / "prometheus" / "prometheus.yml").read_text())["scrape_configs"][0]["job_name"] == job
+
+
+def test_the_prometheus_rule_is_prometheus_rules_and_passes_promtool(tmp_path):
+    rule = one(render(ALL_ON), "PrometheusRule")
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1" and set(rule["spec"]) == {"groups"}
+    expected = [g for path in sorted((ROOT / "prometheus" / "rules").glob("*.yml"))
+                for g in yaml.safe_load(path.read_text())["groups"]]
+    assert rule["spec"]["groups"] == expected
+    rules_file = tmp_path / "from-chart.yml"
+    rules_file.write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}, sort_keys=False))
+    checked = subprocess.run([_promtool(), "check", "rules", str(rules_file)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tests = []
+    for path in sorted((ROOT / "prometheus" / "tests").glob("*.test.yml")):
+        suite = yaml.safe_load(path.read_text())
+        suite["rule_files"] = [str(rules_file)]
+        tests.append(tmp_path / path.name)
+        tests[-1].write_text(yaml.safe_dump(suite, sort_keys=False))
+    tested = subprocess.run([_promtool(), "test", "rules", *map(str, tests)], capture_output=True, text=True)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_the_dashboards_configmaps_are_grafanas_dashboards_for_the_sidecar():
+    maps = [d for d in render(ALL_ON) if d["kind"] == "ConfigMap"]
+    files = {p.name: p.read_text() for p in (ROOT / "grafana" / "dashboards").glob("*.json")}
+    assert {k: v for m in maps for k, v in m["data"].items()} == files
+    for m in maps:
+        assert m["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert m["metadata"]["annotations"] == {"grafana_folder": "scanwatch"}
+    relabelled = render({**ALL_ON, "dashboards": {"label": "team_dashboards", "labelValue": "yes"}})
+    assert all(m["metadata"]["labels"]["team_dashboards"] == "yes" for m in relabelled if m["kind"] == "ConfigMap")
+
+
+# The keys Dagster's chart (dagster/dagster, 1.13 line) takes for a user deployment, for its run launcher and
+# its PostgreSQL: a value under another name would be ignored or refused by its schema.
+USER_DEPLOYMENT_KEYS = {
+    "name", "image", "dagsterApiGrpcArgs", "codeServerArgs", "port", "includeConfigInLaunchedRuns", "volumes",
+    "volumeMounts", "env", "envConfigMaps", "envSecrets", "initContainers", "sidecarContainers", "annotations",
+    "nodeSelector", "affinity", "tolerations", "podSecurityContext", "securityContext", "resources", "labels",
+    "schedulerName", "readinessProbe", "livenessProbe", "startupProbe", "service"}
+K8S_RUN_LAUNCHER_KEYS = {
+    "image", "imagePullPolicy", "jobNamespace", "loadInclusterConfig", "kubeconfigFile", "envConfigMaps",
+    "envSecrets", "envVars", "volumeMounts", "volumes", "labels", "failPodOnRunFailure", "resources",
+    "schedulerName", "securityContext", "runK8sConfig"}
+
+
+def test_the_dagster_chart_values_run_the_code_location_with_secrets_from_a_secret():
+    values = yaml.safe_load(DAGSTER_VALUES.read_text())
+    (deployment,) = values["dagster-user-deployments"]["deployments"]
+    assert set(deployment) <= USER_DEPLOYMENT_KEYS
+    assert deployment["dagsterApiGrpcArgs"] == ["-m", "pipelines.definitions"]
+    assert deployment["envSecrets"] == [{"name": "scanwatch"}]
+    assert not any(e["name"] in ("SCANWATCH_DB", "SCANWATCH_API_KEY") for e in deployment["env"])
+    launcher = values["runLauncher"]
+    assert launcher["type"] == "K8sRunLauncher" and set(launcher["config"]["k8sRunLauncher"]) <= K8S_RUN_LAUNCHER_KEYS
+    assert launcher["config"]["k8sRunLauncher"]["envSecrets"] == [{"name": "scanwatch"}]
+    assert values["dagsterDaemon"]["runCoordinator"]["type"] == "QueuedRunCoordinator"
+    # The instance's driver, as the instance file this repository runs on PostgreSQL says.
+    instance = yaml.safe_load((ROOT / "deploy" / "dagster" / "dagster.yaml").read_text())
+    assert values["postgresql"]["postgresqlScheme"] == instance["storage"]["postgres"]["postgres_db"]["scheme"]
+    image = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    assert deployment["image"]["tag"] == image

@@ -1,0 +1,75 @@
+"""The exporter's probes over real HTTP: /-/healthy while it serves, /-/ready only once a snapshot has loaded.
+
+The chart's readiness probe reads /-/ready, so a pod joins its Service (and a ServiceMonitor's targets) only
+when /metrics carries the workspaces' series; the liveness probe reads /-/healthy, which never depends on
+the pipeline.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from exporters.server import serve
+from pipelines.snapshot import build_snapshot, write_snapshot
+from tests.exporter.history import NOW, fresh_db, load_history
+
+
+@pytest.fixture
+def snapshot() -> dict:
+    conn = fresh_db()
+    try:
+        load_history(conn)
+        return build_snapshot(conn, now=NOW, critical_info_limit=0)
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def exporter_at(tmp_path: Path):
+    path = tmp_path / "metrics.json"
+    server, _ = serve(path, address="127.0.0.1", port=0)
+    client = httpx.Client(base_url=f"http://127.0.0.1:{server.server_port}", timeout=20)
+    try:
+        yield path, client
+    finally:
+        client.close()
+        server.shutdown()
+
+
+def _poll(client: httpx.Client, path: str, status: int, seconds: float = 20) -> httpx.Response:
+    deadline = time.monotonic() + seconds
+    while True:
+        resp = client.get(path)
+        if resp.status_code == status or time.monotonic() > deadline:
+            return resp
+        time.sleep(0.05)
+
+
+def test_ready_answers_503_until_the_first_snapshot_loads_and_200_after(exporter_at, snapshot):
+    path, client = exporter_at
+    assert client.get("/-/healthy").status_code == 200
+    before = client.get("/-/ready")
+    assert before.status_code == 503 and "no metrics snapshot" in before.text
+    assert "secscan_project_score" not in client.get("/metrics").text
+
+    write_snapshot(snapshot, path)
+    after = _poll(client, "/-/ready", 200)
+    assert after.status_code == 200 and after.text == "ready\n"
+    assert "secscan_project_score" in client.get("/metrics").text
+
+
+def test_a_broken_first_file_is_not_ready_and_a_later_broken_file_keeps_it_ready(exporter_at, snapshot):
+    path, client = exporter_at
+    path.write_text("{ not json")
+    assert client.get("/-/ready").status_code == 503
+    assert client.get("/-/healthy").status_code == 200
+
+    write_snapshot(snapshot, path)
+    assert _poll(client, "/-/ready", 200).status_code == 200
+    path.write_text("{ broken again")  # the last good snapshot keeps being served, so the pod stays in
+    assert client.get("/-/ready").status_code == 200
+    assert "secscan_snapshot_readable 0.0" in client.get("/metrics").text
