@@ -31,17 +31,21 @@ def scanwatch_sql(url: str, *args: str, timeout: float = 60) -> subprocess.Compl
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def history(pg_server) -> Iterator[str]:
-    """One history for the module: every test leaves it as it was (and most check that they did)."""
-    name = pg_server.create_database()
-    url = pg_server.url(name)
+def _filled(url: str) -> str:
+    """A history holding 20 issues (a fifth of them fixed)."""
     conn = connect(url)
     try:
         merge_issues(conn, "ws", [_issue(n) for n in range(20)], now=NOW)
     finally:
         conn.close()
-    yield url
+    return url
+
+
+@pytest.fixture(scope="module")
+def history(pg_server) -> Iterator[str]:
+    """One history for the module: every test leaves it as it was (and most check that they did)."""
+    name = pg_server.create_database()
+    yield _filled(pg_server.url(name))
     pg_server.drop_database(name)
 
 
@@ -136,12 +140,7 @@ def test_a_long_query_is_stopped_at_its_time_limit(history):
 
 @pytest.fixture
 def own_history(pg_database: str) -> str:
-    conn = connect(pg_database)
-    try:
-        merge_issues(conn, "ws", [_issue(n) for n in range(20)], now=NOW)
-    finally:
-        conn.close()
-    return pg_database
+    return _filled(pg_database)
 
 
 def test_a_reader_returns_while_a_sync_holds_its_write_transaction_open(own_history):

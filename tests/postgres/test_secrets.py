@@ -24,21 +24,10 @@ from pipelines.resources import default_resources
 from pipelines.settings import Settings
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import reader, sync_history
+from tests.reliability.test_secrets import _Records
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "Pw+with/odd chars%41"  # what a URL must percent-encode, and the decoded form differs
-
-
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.texts: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        text = record.getMessage()
-        if record.exc_info:
-            text += logging.Formatter().formatException(record.exc_info)
-        self.texts.append(f"{record.name} {text}")
 
 
 def _history_texts(url: str) -> list[str]:
