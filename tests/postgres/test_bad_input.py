@@ -31,6 +31,22 @@ def scanwatch(url: str, *args: str, base_url: str = "http://127.0.0.1:9/v1", key
                           text=True, timeout=120)
 
 
+def sync_in_process(url: str, capsys, monkeypatch) -> subprocess.CompletedProcess[str]:
+    """`scanwatch sync` as the command runs it, in this process: its check of the history comes before Dagster
+    starts, so a refused history costs no interpreter of its own."""
+    from pipelines.cli import main
+
+    for key in [k for k in os.environ if k.startswith(("SCANWATCH_", "DAGSTER_"))]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("SCANWATCH_DB", url)
+    monkeypatch.setenv("SCANWATCH_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SCANWATCH_API_KEY", "rst_" + "k" * 40)
+    capsys.readouterr()
+    code = main(["sync"])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["scanwatch", "sync"], code, out, err)
+
+
 def one_line(done: subprocess.CompletedProcess[str], *secrets: str) -> str:
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
@@ -47,41 +63,44 @@ def one_line(done: subprocess.CompletedProcess[str], *secrets: str) -> str:
     ("postgresql://postgres@127.0.0.1:{port}/{db}", "refused the password"),  # and no PGPASSWORD, no .pgpass
 ])
 def test_a_history_that_cannot_be_opened_is_one_line_before_any_request(pg_server, pg_database, url, says,
-                                                                        tmp_path, monkeypatch):
+                                                                        tmp_path, monkeypatch, capsys):
     db = pg_database.rsplit("/", 1)[1]
     url = url.format(password=pg_server.password, port=pg_server.port, db=db)
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.pgpass of the machine's
-    done = scanwatch(url, "sync")
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    done = sync_in_process(url, capsys, monkeypatch)
     assert done.returncode == 2
     line = one_line(done, pg_server.password, "not-the-password")
     assert says in line, line
 
 
 def test_the_password_may_come_from_pgpassword_or_pgpass(pg_server, pg_database, tmp_path, monkeypatch):
-    """libpq's own rules: scanwatch passes the URL without its password and libpq finds it."""
+    """libpq's own rules: scanwatch passes the URL without its password and libpq finds it, for the writer
+    and for the reader alike; with neither, the line says where to put it."""
+    from pipelines.read_only import ReadRefused, execute_read_only
+
     bare = pg_database.replace(f":{pg_server.password}@", "@")
     assert pg_server.password not in bare
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("PGPASSWORD", pg_server.password)
-    done = scanwatch(bare, "sync")  # the writer: opens and migrates the history, then meets no service
-    assert rows(pg_database, "SELECT count(*) FROM schema_migrations")[0][0] > 0, done.stderr
+    connect(bare).close()  # the writer opens and migrates the history
     monkeypatch.delenv("PGPASSWORD")
     pgpass = tmp_path / ".pgpass"
     pgpass.write_text(f"127.0.0.1:{pg_server.port}:*:postgres:{pg_server.password}\n")
     pgpass.chmod(0o600)
-    done = scanwatch(bare, "sql", "SELECT count(*) AS n FROM schema_migrations", "--format", "csv")
-    assert done.returncode == 0, done.stderr
+    assert execute_read_only(bare, "SELECT count(*) FROM schema_migrations")[1][0][0] > 0
     pgpass.unlink()
-    refused = scanwatch(bare, "sql", "SELECT 1")
-    assert refused.returncode == 1 and "refused the password" in one_line(refused)
+    with pytest.raises(ReadRefused, match=r"refused the password.*PGPASSWORD or ~/\.pgpass"):
+        execute_read_only(bare, "SELECT 1")
 
 
-def test_a_hot_standby_given_as_the_writer_is_refused_and_serves_readers(pg_server, pg_database):
+def test_a_hot_standby_given_as_the_writer_is_refused_and_serves_readers(pg_server, pg_database, capsys,
+                                                                         monkeypatch):
     connect(pg_database).close()  # a history on the primary, replicated to the standby
     standby = pg_server.standby()
     try:
         url = standby.url(pg_database.rsplit("/", 1)[1])
-        done = scanwatch(url, "sync")
+        done = sync_in_process(url, capsys, monkeypatch)
         assert done.returncode == 2
         line = one_line(done, pg_server.password)
         assert "hot standby" in line and "point SCANWATCH_DB at the primary" in line, line
@@ -92,10 +111,10 @@ def test_a_hot_standby_given_as_the_writer_is_refused_and_serves_readers(pg_serv
         standby.stop()
 
 
-def test_a_server_set_read_only_is_refused_as_the_writer(pg_server, pg_database):
+def test_a_server_set_read_only_is_refused_as_the_writer(pg_server, pg_database, capsys, monkeypatch):
     db = pg_database.rsplit("/", 1)[1]
     pg_server.psql(f'ALTER DATABASE "{db}" SET default_transaction_read_only = on')
-    done = scanwatch(pg_database, "sync")
+    done = sync_in_process(pg_database, capsys, monkeypatch)
     assert done.returncode == 2
     line = one_line(done, pg_server.password)
     assert "read-only (default_transaction_read_only)" in line, line
