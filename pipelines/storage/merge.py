@@ -131,8 +131,6 @@ def _load_stage(conn: Connection, entity: Entity, stages: Sequence[StageFile], r
         log.warning("stored %s %s with unexpected %s=%r (kept, listed in ingest_warnings)",
                     entity_name, entity_id, fld, value)
     result.warnings.extend(found)
-    if engine.capabilities.analyse_stage:
-        engine.analyse(conn, stg)
     return conn.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
 
 
@@ -143,7 +141,7 @@ def _set_context(conn: Connection, workspace_id: str | None, now: datetime,
     conn.engine.lock_workspace(conn, workspace_id)
     execute_file(conn, "merge/context.sql",
                  {"workspace_id": workspace_id, "now": now, "service_version": service_version})
-    if conn.engine.capabilities.analyse_stage:  # one row: joined with a stage, it must not multiply estimates
+    if conn.engine.capabilities.analyse_context:  # one row: joined with a stage, it must not multiply estimates
         conn.engine.analyse(conn, "merge_context")
 
 

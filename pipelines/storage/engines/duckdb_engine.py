@@ -30,7 +30,7 @@ class HistoryLockedError(RuntimeError):
 
 class DuckDBEngine(Engine):
     name = "duckdb"
-    capabilities = Capabilities(single_writer=True, casts_can_fail=False, analyse_stage=False)
+    capabilities = Capabilities(single_writer=True, casts_can_fail=False, analyse_context=False)
     conflicts = (duckdb.TransactionException,)
 
     def open(self, path: str | Path, *, wait_seconds: float = 30.0) -> Connection:

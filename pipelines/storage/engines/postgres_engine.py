@@ -91,7 +91,7 @@ def lost_server(conn: Connection) -> Iterator[None]:
 
 class PostgresEngine(Engine):
     name = "postgres"
-    capabilities = Capabilities(single_writer=False, casts_can_fail=True, analyse_stage=True)
+    capabilities = Capabilities(single_writer=False, casts_can_fail=True, analyse_context=True)
 
     def open(self, location: HistoryLocation, *, writer: bool = True) -> Connection:
         """A connection in autocommit mode (transactions are explicit, as on DuckDB), in UTC; a writer's is
