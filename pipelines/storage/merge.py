@@ -213,8 +213,14 @@ def merge_scans(conn: Any, workspace_id: str, scans: Sequence[dict], *,
 
 # Stage files are merged a group at a time, up to this much NDJSON, so memory stays bounded by it rather
 # than growing with the workspace: a group's text and typed stage tables take about 3 times its size, well
-# inside DuckDB's memory_limit (storage/db.py). A workspace of some 15k issues is one group.
+# inside DuckDB's memory_limit (storage/db.py). A workspace of some 15k issues is one group. An engine whose
+# stage lives on its server, not in scanwatch, takes larger groups (Capabilities.merge_group_bytes).
 CHUNK_BYTES = 16 * 1024 * 1024
+
+
+def group_bytes(conn: Connection) -> int:
+    """How much NDJSON one merge transaction takes on this connection's engine."""
+    return conn.engine.capabilities.merge_group_bytes or CHUNK_BYTES
 
 
 def _hide_unlisted_issues(conn: Any, listed_projects: Sequence[str],
@@ -260,7 +266,7 @@ def merge_issue_stages(conn: Any, workspace_id: str, stages: Sequence[StageFile]
     # The ids the lists held gather in listed_issue_ids, group after group (issues_visible_again.sql), for
     # issues_hidden.sql at the end; none may remain from a merge stopped earlier on this connection.
     conn.execute("DROP TABLE IF EXISTS listed_issue_ids")
-    for group in chunks(stages, CHUNK_BYTES):
+    for group in chunks(stages, group_bytes(conn)):
         with transaction(conn, "merge"):
             _set_context(conn, workspace_id, now)
             result.rows["issues"] += _load_stage(conn, ISSUE, group, result)

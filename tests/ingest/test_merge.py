@@ -47,7 +47,7 @@ def test_merging_a_group_of_stage_files_at_a_time_gives_what_one_merge_gives(new
     rows = [_issue(n) for n in range(90)]
     outcomes = []
     for _name, chunk_bytes in (("one", 1 << 30), ("many", 2_000)):
-        monkeypatch.setattr(merge_module, "CHUNK_BYTES", chunk_bytes)
+        monkeypatch.setattr(merge_module, "group_bytes", lambda conn, size=chunk_bytes: size)
         conn = connect(new_history())
         try:
             for now, batch in ((NOW, rows), (LATER, _resync(rows))):
@@ -73,7 +73,7 @@ def test_each_group_commits_its_issues_and_projects_are_marked_read_only_once_ev
     and marks no project as read, so the next sync reads every project of the merge again."""
     from pipelines import milestones
 
-    monkeypatch.setattr(merge_module, "CHUNK_BYTES", 2_000)
+    monkeypatch.setattr(merge_module, "group_bytes", lambda conn: 2_000)
     rows = [_issue(n) for n in range(90)]
     stages = [StageFile("issues").extend(r for r in rows if r["project_id"] == p).close() for p in ("p0", "p1", "p2")]
     groups = []

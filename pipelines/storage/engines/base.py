@@ -38,6 +38,10 @@ class Capabilities:
     # are not: their size, which the planner reads from their pages, is all it needs, and analysing them
     # cost a third of a 44k-issue merge.)
     analyse_context: bool
+    # How much NDJSON one merge transaction takes (None: merge.CHUNK_BYTES, bounded by scanwatch's memory).
+    # PostgreSQL's stage tables live on the server, so its groups are larger: each group joins its stage
+    # with the whole `issues` table, and 25 groups of a 390k-issue sync scanned it 25 times over.
+    merge_group_bytes: int | None = None
 
 
 class Engine:

@@ -15,6 +15,7 @@ here shows the URL masked and scrubs what the driver wrote.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -36,10 +37,6 @@ COMPAT_FILE = "storage/postgres_compat.sql"
 _CATCHING = {"INTEGER": "scanwatch_try_integer", "DOUBLE PRECISION": "scanwatch_try_double",
              "BOOLEAN": "scanwatch_try_boolean", "TIMESTAMPTZ": "scanwatch_try_timestamptz",
              "JSON": "scanwatch_try_json"}
-# PostgreSQL's text cannot hold U+0000, which JSON can (`\u0000`): such a character is stored as U+FFFD. Only
-# an escape preceded by an even run of backslashes is one (`\\u0000` is a backslash and the text "u0000").
-_NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
-_STAGE_LINES = "scanwatch_stage_lines"
 _REPLACE_VIEW = re.compile(r"^create or replace view (\S+)")
 
 
@@ -91,7 +88,8 @@ def lost_server(conn: Connection) -> Iterator[None]:
 
 class PostgresEngine(Engine):
     name = "postgres"
-    capabilities = Capabilities(single_writer=False, casts_can_fail=True, analyse_context=True)
+    capabilities = Capabilities(single_writer=False, casts_can_fail=True, analyse_context=True,
+                                merge_group_bytes=256 * 1024 * 1024)
 
     def open(self, location: HistoryLocation, *, writer: bool = True) -> Connection:
         """A connection in autocommit mode (transactions are explicit, as on DuckDB), in UTC; a writer's is
@@ -118,6 +116,9 @@ class PostgresEngine(Engine):
             # that a large stage reaches) took longer than running them, 4.4 s of a 4.9 s event diff of 20k
             # issues.
             raw.execute("SET jit = off")
+            # A merge group's sorts and hashes (the latest sighting of each id, the joins with the history) fit
+            # in memory instead of spilling to temp files: the server's memory, per writer, for a statement.
+            raw.execute("SET work_mem = '64MB'")
             if writer:
                 standby, read_only = raw.execute(
                     "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchone()
@@ -158,23 +159,17 @@ class PostgresEngine(Engine):
 
     # --- staging
     def load_stage(self, conn: Connection, table: str, columns: Sequence[str], files: Sequence[Path]) -> None:
+        """Each line parsed here and sent by COPY as the row it is, every field as its JSON text (a string as
+        itself, an object or a list as JSON): PostgreSQL's own json_to_record took 45 us a row, three times
+        what parsing in Python and COPY's text format cost together."""
         *text, seq = columns
-        conn.execute(f"DROP TABLE IF EXISTS {_STAGE_LINES}; CREATE TEMP TABLE {_STAGE_LINES} (line text)")
-        # CSV with a quote and a delimiter no JSON text holds raw (JSON escapes every control character), so
-        # each line arrives as it is: COPY's text format would undo the JSON's backslash escapes.
-        copy_sql = f"COPY {_STAGE_LINES} (line) FROM STDIN (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')"
-        with lost_server(conn), conn.raw.cursor() as cursor, cursor.copy(copy_sql) as copy:
+        names = ", ".join(_quote(c) for c in columns)
+        with lost_server(conn), conn.raw.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
             for path in files:
                 with open(path, "rb") as fh:
-                    while lines := fh.readlines(1 << 20):
-                        block = b"".join(lines)
-                        if b"\\u0000" in block:
-                            block = _NUL.sub(rb"\1\\ufffd", block)
-                        copy.write(block)
-        record = ", ".join(f"{_quote(c)} text" for c in text) + f", {_quote(seq)} bigint"
-        conn.execute(f"INSERT INTO {table} SELECT r.* FROM {_STAGE_LINES} AS l "
-                     f"CROSS JOIN LATERAL json_to_record(CAST(l.line AS json)) AS r({record})")
-        conn.execute(f"DROP TABLE {_STAGE_LINES}")
+                    for line in fh:
+                        record = json.loads(line)
+                        copy.write_row([*(_as_text(record.get(c)) for c in text), record.get(seq)])
 
     def cast(self, expression: str, sql_type: str, *, catching: bool = True) -> str:
         return f"{_CATCHING[sql_type]}({expression})" if catching else f"CAST({expression} AS {sql_type})"
@@ -215,6 +210,21 @@ class PostgresEngine(Engine):
     def lock_workspace(self, conn: Connection, workspace_id: str | None) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($key, 0))",
                      {"key": f"scanwatch workspace {workspace_id or ''}"})
+
+
+def _as_text(value: Any) -> str | None:
+    """A JSON value as the text column of a stage reads it (what DuckDB's read_json gives a VARCHAR column):
+    a string as itself, true and false, a number as written, an object or a list as compact JSON.
+    PostgreSQL's text cannot hold U+0000, which a JSON string can: that one character is stored as U+FFFD."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))  # a `json` column keeps `\u0000` escaped
 
 
 def _quote(name: str) -> str:
