@@ -31,7 +31,8 @@ def cookbook() -> dict[str, str]:
 def query(name_or_sql: str, *, db: str | Path | None = None, workspace: str | None = None) -> pd.DataFrame:
     """Run a cookbook query by name, or one read-only SQL statement, and return its rows as a DataFrame.
 
-    `db` defaults to `SCANWATCH_DB` (else `data/scanwatch.duckdb`), the file `scanwatch sync` writes.
+    `db` defaults to `SCANWATCH_DB` (else `data/scanwatch.duckdb`), the history `scanwatch sync` writes: a
+    DuckDB file or a `postgresql://` URL.
     Raises `ValueError` with the same one-line reason `scanwatch sql` prints (no history yet, a sync is
     writing, a refused statement, an unknown cookbook name). `workspace` limits every table to one followed
     workspace, as `scanwatch sql --workspace` does.
@@ -46,8 +47,8 @@ def query(name_or_sql: str, *, db: str | Path | None = None, workspace: str | No
     except KeyError:
         raise ValueError(f"no cookbook query named {name_or_sql.strip()!r}; history.cookbook() lists them") from None
     try:
-        columns, rows = execute_read_only(Path(db) if db is not None else settings.Settings.load().paths.db, sql,
-                                          workspace=workspace)
+        columns, rows = execute_read_only(str(db) if db is not None else settings.Settings.load().history.value,
+                                          sql, workspace=workspace)
     except ReadRefused as exc:
         raise ValueError(str(exc)) from None
     return pd.DataFrame.from_records(rows, columns=columns)

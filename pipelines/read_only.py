@@ -33,14 +33,22 @@ class ReadRefused(Exception):
         self.code = code
 
 
-def execute_read_only(db: Path, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT, workspace: str | None = None
-                      ) -> tuple[list[str], list[tuple[Any, ...]]]:
+def execute_read_only(db: Path | str, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT,
+                      workspace: str | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run one read statement; four locks hold: read-only file, statement type, no file access, time limit.
-    With `workspace`, every table shows that workspace's rows only."""
-    import duckdb
-
+    With `workspace`, every table shows that workspace's rows only. `db` may be a PostgreSQL URL: the door
+    of `pipelines/storage/postgres_read.py` keeps the same promise there."""
     if timeout is not None and not timeout > 0:
         raise ReadRefused(f"--timeout must be a number of seconds above 0 (got {timeout:g})")
+    if isinstance(db, str) and not isinstance(db, Path):
+        from pipelines.history_location import HistoryLocation
+
+        location = HistoryLocation.parse(db)
+        if location.is_postgres:
+            return _on_postgres(location, sql, timeout, workspace)
+        db = location.path
+    import duckdb
+
     if not db.is_file():
         raise ReadRefused(f"no history yet at {db}: run scanwatch sync")
     try:
@@ -93,6 +101,19 @@ def _check_schema(con: Any, db: Path) -> None:
     if 0 < have < want:  # 0: no migration table, a file scanwatch never wrote; it is read as it is
         raise ReadRefused(f"the history at {db} is at schema {have}, older than this scanwatch's {want}: run "
                           "scanwatch sync once to bring it up to date (every row is kept), then query it")
+
+
+def _on_postgres(location: Any, sql: str, timeout: float | None, workspace: str | None
+                 ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    from pipelines.storage.postgres_read import Refused, execute
+
+    if workspace is not None:
+        raise ReadRefused("--workspace is not available on a PostgreSQL history yet: add "
+                          "WHERE workspace_id = '...' to the query (accounts lists the workspaces)")
+    try:
+        return execute(location, sql, timeout=timeout)
+    except Refused as exc:
+        raise ReadRefused(str(exc), EXIT_BUSY if exc.busy else EXIT_ERROR) from None
 
 
 def _single_read_statement(con: Any, sql: str) -> str:

@@ -1,9 +1,10 @@
-"""Dagster resources: the Scanning Service and the DuckDB history.
+"""Dagster resources: the Scanning Service and the history (a DuckDB file or a PostgreSQL database).
 
 `ScanningServiceResource` is the one seam through which every asset reaches the service: the live API,
 the bundled simulator (just another base URL) or a recorded transport (a subclass overriding
 `transport()`) plug in here, never inside an asset. Credentials come from environment variables read at run
-time, so Dagster stores only their names, and the resource's repr masks them.
+time, so Dagster stores only their names, and the resource's repr masks them. A PostgreSQL history's URL
+is a credential too: the history resource then names its variable (`SCANWATCH_DB`), never its value.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import dagster as dg
-import duckdb
 import httpx
-from dagster_duckdb import DuckDBResource
 
 from pipelines.api import ScanningClient
 from pipelines.credentials import Workspace, mask_key
+from pipelines.history_location import HistoryLocation
 from pipelines.settings import DEFAULT_WORKSPACE, Settings
+from pipelines.storage.engines import Connection
 
 
 class ScanningServiceResource(dg.ConfigurableResource):
@@ -69,21 +70,31 @@ class ScanningServiceResource(dg.ConfigurableResource):
             client.close()
 
 
-class HistoryResource(DuckDBResource):
-    """DuckDB history with the schema brought up to date on every connection.
+class HistoryResource(dg.ConfigurableResource):
+    """The history with the schema brought up to date on every connection: a DuckDB file's path, or a
+    PostgreSQL URL given as `dg.EnvVar("SCANWATCH_DB")` so that run storage keeps the variable's name only.
 
-    Unlike the stock resource, the connection is closed even when the asset fails (a leaked read-write
-    connection keeps the file locked for every other process), and a lock held by another writer is
-    waited for, then reported in one line.
+    The connection is closed even when the asset fails (a leaked read-write DuckDB connection keeps the file
+    locked for every other process), and a DuckDB lock held by another writer is waited for, then reported in
+    one line; a PostgreSQL server that cannot be used is one line too, its URL masked.
     """
 
+    database: str
     lock_wait_seconds: float = 120.0
 
+    def __repr_args__(self):  # pydantic repr: a URL's password never shows
+        for name, value in super().__repr_args__():
+            yield name, (HistoryLocation(value).masked if name == "database" and isinstance(value, str) else value)
+
+    @property
+    def location(self) -> HistoryLocation:
+        return HistoryLocation.parse(self.database)
+
     @contextmanager
-    def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def get_connection(self) -> Iterator[Connection]:
         from pipelines.storage import writer
 
-        with writer(self.database, wait_seconds=self.lock_wait_seconds) as conn:
+        with writer(self.location, wait_seconds=self.lock_wait_seconds) as conn:
             yield conn
 
 
@@ -96,4 +107,6 @@ def default_resources(settings: Settings | None = None) -> dict[str, object]:
     else:
         service = ScanningServiceResource(base_url=dg.EnvVar("SCANWATCH_BASE_URL"),
                                           api_key=dg.EnvVar("SCANWATCH_API_KEY"))
-    return {"scanning_service": service, "history": HistoryResource(database=str(settings.paths.db))}
+    # A PostgreSQL URL may carry a password: the resource names the variable, as it does for the API key.
+    database = dg.EnvVar("SCANWATCH_DB") if settings.history.is_postgres else str(settings.history.path)
+    return {"scanning_service": service, "history": HistoryResource(database=database)}

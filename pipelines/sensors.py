@@ -20,6 +20,7 @@ from pipelines.jobs import project_refresh_job
 from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
+from pipelines.storage import HistoryUnavailableError, reader
 from pipelines.vocabulary import UNFINISHED_SCAN_STATUSES
 
 MAX_POLLS_PER_TICK = 20  # bounded: the sensor must not eat the rate limit the schedules need
@@ -78,14 +79,14 @@ def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceRe
     no request starts past `deadline`, and none waits past it."""
     label = service.workspace(workspace).label
     try:
-        # Read-only and brief: a run writing the history holds DuckDB's lock, and then this tick just waits.
-        with duckdb.connect(history.database, read_only=True) as conn:
+        # Read-only and brief: a run writing a DuckDB history holds its lock, and then this tick just waits.
+        with reader(history.location) as conn:
             workspace_id = current_workspace(conn, label)
             if workspace_id is None:  # never read yet; a None here would match every workspace's scans
                 return "no history of this workspace yet"
             pending = conn.execute(read_sql("sync/pending_scans.sql"),
                                    {"workspace_id": workspace_id, "limit": MAX_POLLS_PER_TICK}).fetchall()
-    except duckdb.Error as exc:
+    except (duckdb.Error, HistoryUnavailableError) as exc:
         return f"history not readable now ({type(exc).__name__}); trying again next tick"
     if not pending:
         return "no queued scans in the history"

@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 
 from pipelines.credentials import ConfigError, Workspace, check_api_key, check_base_url
+from pipelines.history_location import HistoryLocation
 
 DEFAULT_DB = "data/scanwatch.duckdb"
 SNAPSHOT_NAME = "scanwatch-metrics.json"
@@ -30,7 +31,7 @@ SYNC_DEADLINE_SECONDS = 4 * 3600.0  # a whole sync; a real one takes minutes eve
 
 @dataclass(frozen=True)
 class Paths:
-    db: Path
+    db: Path | None  # the DuckDB file; None when the history is a PostgreSQL database
     snapshot: Path
 
 
@@ -39,10 +40,17 @@ class Settings:
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._env: Mapping[str, str] = dict(os.environ if env is None else env)
-        db = Path(self._env.get("SCANWATCH_DB") or DEFAULT_DB)
-        self.paths = Paths(db=db, snapshot=Path(self._env.get("SCANWATCH_SNAPSHOT") or db.with_name(SNAPSHOT_NAME)))
+        self._db = (self._env.get("SCANWATCH_DB") or "").strip() or DEFAULT_DB
+        db = None if HistoryLocation(self._db).is_postgres else Path(self._db)
+        beside = (db or Path(DEFAULT_DB)).with_name(SNAPSHOT_NAME)
+        self.paths = Paths(db=db, snapshot=Path(self._env.get("SCANWATCH_SNAPSHOT") or beside))
         file = (self._env.get("SCANWATCH_WORKSPACES_FILE") or "").strip()
         self.workspaces_file: Path | None = Path(file) if file else None
+
+    @cached_property
+    def history(self) -> HistoryLocation:
+        """The history (`SCANWATCH_DB`): a DuckDB file or a PostgreSQL URL, checked on first use."""
+        return HistoryLocation.parse(self._db)
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -189,10 +197,12 @@ class Settings:
                               "(mkdir -p \"$DAGSTER_HOME\") or unset it to run without Dagster's run storage")
         return home
 
-    def writable_db(self) -> Path:
-        """The history's path, checked before a sync holds any lock: the file, or the folder it will be made
-        in, must be writable."""
-        db = self.paths.db
+    def writable_db(self) -> HistoryLocation:
+        """The history, checked before a sync holds any lock: a DuckDB file, or the folder it will be made in,
+        must be writable (a PostgreSQL server answers for itself when the sync connects)."""
+        if self.history.is_postgres:
+            return self.history
+        db = self.history.path
         if db.exists():
             if db.is_dir() or not os.access(db, os.R_OK | os.W_OK):
                 raise ConfigError(f"SCANWATCH_DB={db} is not a writable file: fix its permissions or point "
@@ -205,7 +215,7 @@ class Settings:
         if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
             raise ConfigError(f"the folder of SCANWATCH_DB ({folder}) is not writable: DuckDB writes its file and "
                               "journal there; fix its permissions or point SCANWATCH_DB elsewhere")
-        return db
+        return self.history
 
     def __repr__(self) -> str:
-        return f"Settings(db={str(self.paths.db)!r}, workspaces_file={self.workspaces_file!r})"
+        return f"Settings(db={HistoryLocation(self._db).masked!r}, workspaces_file={self.workspaces_file!r})"

@@ -7,6 +7,7 @@ Migrations, snapshot SQL and the cookbook all go through here so there is one an
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -40,11 +41,15 @@ def read_sql(relative: str) -> str:
 
 def execute_file(conn: Any, relative: str, params: Mapping[str, Any] | None = None) -> Any:
     """Run every statement of one file, each with the `$name` parameters it names, and return the cursor of
-    the last one (a file may end with the count it reports). DuckDB binds parameters one statement at a
-    time, so a file of several statements cannot take them in one `execute`."""
+    the last one (a file may end with the count it reports). Engines bind parameters one statement at a
+    time, so a file of several statements cannot take them in one `execute`; the history's engine splits
+    it (a driver's own DuckDB connection splits it itself)."""
     params = params or {}
+    text = read_sql(relative)
+    split = getattr(conn, "split_statements", None)
+    statements = split(text) if split is not None else conn.extract_statements(text)
     cursor = conn
-    for statement in conn.extract_statements(read_sql(relative)):
+    for statement in statements:
         cursor = conn.execute(statement.query, {name: params[name] for name in statement.named_parameters})
     return cursor
 
@@ -61,7 +66,10 @@ def transaction(conn: Any, milestone: str | None = None) -> Iterator[Any]:
         if milestone:
             milestones.reached(f"{milestone}.before_commit")
     except BaseException:
-        conn.execute("ROLLBACK")
+        # A connection already lost (a PostgreSQL server restarting) rolled back by itself: the first error is
+        # the one to tell.
+        with contextlib.suppress(Exception):
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
     if milestone:

@@ -43,3 +43,31 @@ def pg_database(pg_server):
         yield pg_server.url(name)
     finally:
         pg_server.drop_database(name)
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def new_history(request, tmp_path):
+    """Makes fresh, empty histories on one engine, then the other, as `SCANWATCH_DB` names them: a DuckDB
+    file's path, or a PostgreSQL database's URL (tests/backends.py reads either). For the tests that prove
+    engine behaviour; the rest keep DuckDB alone."""
+    made: list[str] = []
+
+    def make() -> str:
+        if request.param == "duckdb":
+            made.append(str(tmp_path / f"history-{len(made)}.duckdb"))
+            return made[-1]
+        server = request.getfixturevalue("pg_server")
+        made.append(server.create_database())
+        return server.url(made[-1])
+
+    yield make
+    if request.param == "postgres":
+        server = request.getfixturevalue("pg_server")
+        for name in made:
+            server.drop_database(name)
+
+
+@pytest.fixture
+def engine_db(new_history) -> str:
+    """One fresh, empty history on each engine (`new_history`)."""
+    return new_history()

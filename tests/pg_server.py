@@ -130,15 +130,40 @@ class PgServer:
                          str(self.socket_dir), "-p", str(self.port), "-U", SUPERUSER, "-d", database,
                          "-c", sql).stdout
 
-    def create_database(self, name: str | None = None) -> str:
-        """A fresh, empty database; returns its name."""
+    def create_database(self, name: str | None = None, *, template: str | None = None) -> str:
+        """A fresh, empty database (or a copy of `template`, which nobody may be connected to); returns its name."""
         name = name or f"t_{secrets.token_hex(6)}"
-        self.psql(f'CREATE DATABASE "{name}"')
+        self.psql(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
         self.databases.append(name)
         return name
 
     def drop_database(self, name: str) -> None:
         self.psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def standby(self) -> PgServer:
+        """A real hot standby of this server: a base backup (pg_basebackup -R) started as a streaming replica,
+        which answers reads and refuses every write. `stop()` it when done."""
+        root = Path(tempfile.mkdtemp(prefix="scanwatch-pg-standby-"))
+        replica = PgServer(root=root, port=free_port(), password=self.password, bin_dir=self.bin_dir,
+                           run_as=self.run_as)
+        replica.socket_dir.mkdir(parents=True, exist_ok=True)
+        if self.run_as:
+            user = pwd.getpwnam(self.run_as)
+            for path in (root, replica.socket_dir):
+                os.chown(path, user.pw_uid, user.pw_gid)
+        os.chmod(root, 0o700)
+        replica._run(str(self.bin_dir / "pg_basebackup"), "-D", str(replica.data_dir), "-R", "-X", "stream",
+                     "-c", "fast", "-h", str(self.socket_dir), "-p", str(self.port), "-U", SUPERUSER, "--no-sync",
+                     timeout=120)
+        replica.options = self.options.replace(f"-p {self.port} -k {self.socket_dir}",
+                                               f"-p {replica.port} -k {replica.socket_dir}")
+        replica._pg_ctl_start()
+        deadline = time.monotonic() + 60
+        while replica.psql("SELECT pg_is_in_recovery()").strip() != "t":
+            if time.monotonic() > deadline:
+                raise RuntimeError("the standby never entered recovery")
+            time.sleep(0.2)
+        return replica
 
     def restart(self, down_seconds: float = 0.0) -> None:
         """Stop the server at once (open connections break) and start it again after `down_seconds`."""

@@ -1,6 +1,7 @@
 """Issues and their history of changes."""
 
 import time
+from datetime import timedelta
 
 import dagster as dg
 
@@ -34,8 +35,9 @@ def issues(
         client = step.client
         with step.db() as conn:
             todo = conn.execute(read_sql("sync/issue_projects.sql"), {
-                "workspace_id": step.workspace_id, "now": step.now, "full": config.full_reconcile,
-                "reconcile_seconds": config.full_reconcile_hours * 3600, "only": config.project_ids,
+                "workspace_id": step.workspace_id, "full": config.full_reconcile,
+                "reconcile_before": step.now - timedelta(hours=config.full_reconcile_hours),
+                "only": config.project_ids,
             }).fetchall()
             pages, first_read = conn.execute(read_sql("sync/issue_pages_estimate.sql"), {
                 "project_ids": [pid for pid, _, _ in todo], "page_size": client.page_size}).fetchall()[0]

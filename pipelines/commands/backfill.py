@@ -23,7 +23,12 @@ def open_history(given: Path | None, command: str):
     from pipelines import settings
     from pipelines.storage.db import HistoryLockedError, connect
 
-    path = given if given is not None else settings.Settings.load().paths.db
+    history = settings.Settings.load().history if given is None else None
+    if history is not None and history.is_postgres:
+        print(f"scanwatch {command}: the past is not rebuilt in a PostgreSQL history yet ({history.masked}); "
+              "docs/postgres.md says what runs there today", file=sys.stderr)
+        return None
+    path = given if given is not None else history.path
     if not path.is_file():
         print(f"scanwatch {command}: no history at {path}: run 'scanwatch sync' first (or set SCANWATCH_DB / --db)",
               file=sys.stderr)

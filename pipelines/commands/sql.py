@@ -15,7 +15,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pipelines.read_only import DEFAULT_TIMEOUT, ReadRefused, execute_read_only
@@ -32,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", metavar="NAME", default=None,
                         help="show this workspace's rows (its name in SCANWATCH_WORKSPACES_FILE, or default): a "
                              "filter, not a boundary; whoever can read the history file reads every workspace")
-    parser.add_argument("--db", type=Path, help="DuckDB history file (default: SCANWATCH_DB or data/scanwatch.duckdb)")
+    parser.add_argument("--db", help="the history: a DuckDB file or a postgresql:// URL (default: SCANWATCH_DB or "
+                                     "data/scanwatch.duckdb; a URL's password is better left in PGPASSWORD or .pgpass)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds a query may run before it is stopped (default {DEFAULT_TIMEOUT:g})")
 
@@ -59,12 +59,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _db_path(given: Path | None) -> Path:
+def _db_path(given: str | None) -> str:
     if given is not None:
         return given
     from pipelines import settings
 
-    return settings.Settings.load().paths.db
+    return settings.Settings.load().history.value
 
 
 def _resolve_sql(query: str, queries: dict[str, Any]) -> str:

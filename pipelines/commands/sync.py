@@ -97,6 +97,17 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
         return 2
+    if settings.history.is_postgres:
+        # The server is asked once before Dagster starts (and the schema carried forward), so a wrong password
+        # or an unreachable host is one line, not one per asset and workspace.
+        from pipelines.storage import HistoryUnavailableError, connect
+
+        try:
+            connect(settings.history).close()
+        except HistoryUnavailableError as exc:
+            print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
+            return 2
+
     from pipelines.materialize import materialize_all, show_progress
 
     if not args.quiet:

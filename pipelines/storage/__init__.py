@@ -1,10 +1,11 @@
-"""DuckDB history: schema migrations, staging and set-based merges.
+"""The history (DuckDB or PostgreSQL): schema migrations, staging and set-based merges.
 
-Python only moves pages into a staging table; every comparison, upsert and event is computed by DuckDB
+Python only moves pages into a staging table; every comparison, upsert and event is computed by the database
 in one transaction per table group, so a crash leaves the previous state, never half of a new one.
 """
 
-from pipelines.storage.db import HistoryLockedError, connect, migrate, schema_version, writer
+from pipelines.storage.db import HistoryLockedError, connect, migrate, reader, schema_version, writer
+from pipelines.storage.engines import HistoryUnavailableError
 from pipelines.storage.merge import (
     MergeResult,
     merge_account,
@@ -17,6 +18,7 @@ from pipelines.storage.merge import (
 
 __all__ = [
     "HistoryLockedError",
+    "HistoryUnavailableError",
     "MergeResult",
     "connect",
     "merge_account",
@@ -25,6 +27,7 @@ __all__ = [
     "merge_projects",
     "merge_scans",
     "migrate",
+    "reader",
     "record_sync_run",
     "schema_version",
     "writer",

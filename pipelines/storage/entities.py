@@ -39,13 +39,47 @@ class Entity:
 ACCOUNT = Entity(
     "account",
     {
-        "workspace": "JSON", "plan": "VARCHAR", "api_access": "JSON", "period": "JSON", "quotas": "JSON",
-        "free_fixes_left": "INTEGER", "pack_credits": "JSON", "projects": "JSON",
+        "workspace_id": "VARCHAR", "workspace_name": "VARCHAR", "plan": "VARCHAR", "api_access_allowed": "BOOLEAN",
+        "trial_ends_at": "TIMESTAMPTZ", "period_start": "TIMESTAMPTZ", "period_end": "TIMESTAMPTZ",
+        "free_fixes_left": "INTEGER", "pack_credits_scans": "INTEGER", "pack_credits_fixes": "INTEGER",
+        "projects_limit": "INTEGER", "projects_used": "INTEGER", "projects_paused": "INTEGER",
         "addresses_per_project": "INTEGER", "features": "JSON",
     },
-    required=("workspace",),
+    required=("workspace_id",),
     enums={"plan": ("free", "solo", "pro")},
 )
+
+QUOTA = Entity("quotas", {"quota": "VARCHAR", "limit": "INTEGER", "used": "INTEGER", "remaining": "INTEGER"},
+               required=("quota",))
+
+
+def _at(value: object, *path: str) -> object:
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def account_rows(body: dict) -> tuple[dict, list[dict]]:
+    """GET /account as the `accounts` row and one row per quota: its nested objects (workspace, api_access,
+    period, pack_credits, projects, quotas) read by the contract's field names, so both engines type and warn
+    about every value the same way; a field that is not where the contract puts it is missing (NULL)."""
+    quotas = body.get("quotas")
+    return {
+        "workspace_id": _at(body, "workspace", "id"), "workspace_name": _at(body, "workspace", "name"),
+        "plan": body.get("plan"), "api_access_allowed": _at(body, "api_access", "allowed"),
+        "trial_ends_at": _at(body, "api_access", "trial_ends_at"),
+        "period_start": _at(body, "period", "start"), "period_end": _at(body, "period", "end"),
+        "free_fixes_left": body.get("free_fixes_left"),
+        "pack_credits_scans": _at(body, "pack_credits", "scans"),
+        "pack_credits_fixes": _at(body, "pack_credits", "fixes"),
+        "projects_limit": _at(body, "projects", "limit"), "projects_used": _at(body, "projects", "used"),
+        "projects_paused": _at(body, "projects", "paused"),
+        "addresses_per_project": body.get("addresses_per_project"), "features": body.get("features"),
+    }, [{"quota": name, "limit": _at(q, "limit"), "used": _at(q, "used"), "remaining": _at(q, "remaining")}
+        for name, q in (quotas.items() if isinstance(quotas, dict) else ())]
+
 
 PROJECT = Entity(
     "projects",
@@ -72,7 +106,7 @@ SCAN = Entity(
     "scans",
     {
         "id": "VARCHAR", "target_id": "VARCHAR", "project_id": "VARCHAR", "kind": "VARCHAR", "status": "VARCHAR",
-        "score": "INTEGER", "grade": "VARCHAR", "coverage": "DOUBLE", "audit_fallback": "BOOLEAN",
+        "score": "INTEGER", "grade": "VARCHAR", "coverage": "DOUBLE PRECISION", "audit_fallback": "BOOLEAN",
         "reused": "BOOLEAN", "next_real_scan_at": "TIMESTAMPTZ", "created_at": "TIMESTAMPTZ",
         "finished_at": "TIMESTAMPTZ",
     },

@@ -1,8 +1,10 @@
-"""Set-based merges of staged API pages into the history, one transaction per call.
+"""Set-based merges of staged API pages into the history, one transaction per call: the job generator every
+engine runs (`pipelines/storage/engines/` holds what DuckDB and PostgreSQL do differently).
 
-Pages go to an NDJSON file that DuckDB reads with every column as text, so a wrong type in one field
-cannot crash the load; the typed staging table is built with `TRY_CAST`, failures and unknown enum values
-go to `ingest_warnings`, and the merge SQL in `sql/merge/` does the rest.
+Pages go to an NDJSON file that the engine loads with every column as text, so a wrong type in one field
+cannot crash the load; the typed staging table keeps a value that does not fit its type as NULL (DuckDB's
+`TRY_CAST`), failures and unknown enum values go to `ingest_warnings`, and the merge SQL in `sql/merge/` does
+the rest.
 
 One bad record is one warning, never a failed list: a string with a lone surrogate (which no UTF-8 file can
 hold) is stored with U+FFFD in its place, and a record over `MAX_RECORD_BYTES` is quarantined (left out,
@@ -18,12 +20,21 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-
-import duckdb
+from typing import Any
 
 from pipelines import milestones
 from pipelines.sqlfiles import execute_file, read_sql, transaction
-from pipelines.storage.entities import ACCOUNT, ISSUE, PROJECT, SCAN, TARGET, Entity
+from pipelines.storage.engines import Connection, as_connection
+from pipelines.storage.entities import (
+    ACCOUNT,
+    ISSUE,
+    PROJECT,
+    QUOTA,
+    SCAN,
+    TARGET,
+    Entity,
+    account_rows,
+)
 from pipelines.storage.stage import MAX_RECORD_BYTES, QUARANTINED, SEQ, StageFile, chunks
 from pipelines.storage.upsert import quote, touch_unchanged, upsert
 from pipelines.text import printable
@@ -48,13 +59,13 @@ class MergeResult:
         return sum(self.rows.values()) + sum(self.events.values())
 
 
-def _stage(conn: duckdb.DuckDBPyConnection, entity: Entity, records: Iterable[dict], result: MergeResult) -> int:
+def _stage(conn: Connection, entity: Entity, records: Iterable[dict], result: MergeResult) -> int:
     """Stage items held in memory (the small lists) the way streamed lists are: through a stage file."""
     with StageFile(entity.name) as stage:
         return _load_stage(conn, entity, [stage.extend(records).close()], result)
 
 
-def _warn(conn: duckdb.DuckDBPyConnection, result: MergeResult, entity: Entity, entity_id: object, fld: str,
+def _warn(conn: Connection, result: MergeResult, entity: Entity, entity_id: object, fld: str,
           value: str, notice: str) -> None:
     """One bad record: a row in `ingest_warnings` (once per distinct problem) and one line in the run's log."""
     entity_id = None if entity_id is None else printable(entity_id)[:100]
@@ -65,58 +76,54 @@ def _warn(conn: duckdb.DuckDBPyConnection, result: MergeResult, entity: Entity, 
     log.warning("%s", result.notices[-1])
 
 
-def _cast(column: str, sql_type: str) -> str:
-    """The typed value of a text column, NULL when it does not fit. DuckDB's cast rounds `12.5` to an INTEGER
-    13; a line or a count that is not a whole number is kept out (NULL) and warned about instead."""
-    if sql_type == "INTEGER":
-        as_double = f"TRY_CAST({quote(column)} AS DOUBLE)"
-        return f"CASE WHEN {as_double} = trunc({as_double}) THEN TRY_CAST({quote(column)} AS INTEGER) END"
-    return f"TRY_CAST({quote(column)} AS {sql_type})"
-
-
-def _load_stage(conn: duckdb.DuckDBPyConnection, entity: Entity, stages: Sequence[StageFile],
-                result: MergeResult) -> int:
+def _load_stage(conn: Connection, entity: Entity, stages: Sequence[StageFile], result: MergeResult) -> int:
+    engine = conn.engine
     raw, stg = f"raw_{entity.name}", f"stg_{entity.name}"
     cols = ", ".join(f"{quote(c)} VARCHAR" for c in entity.columns)
-    conn.execute(f"CREATE OR REPLACE TEMP TABLE {raw} ({cols}, {quote(SEQ)} BIGINT)")
+    conn.execute(f"DROP TABLE IF EXISTS {raw}; CREATE TEMP TABLE {raw} ({cols}, {quote(SEQ)} BIGINT)")
     for stage in stages:  # what the per-record checks found while the pages were written
         result.quarantined.extend(stage.quarantined)
         for entity_id, fld, value, notice in stage.problems:
             _warn(conn, result, entity, entity_id, fld, value, notice)
-    files = [str(s.path) for s in stages if s.count]
+    files = [s.path for s in stages if s.count]
     if files:
         milestones.reached("merge.staged")
-        spec = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in entity.columns) + f", '{SEQ}': 'BIGINT'" + "}"
-        conn.execute(f"INSERT INTO {raw} SELECT * FROM read_json(?, format='newline_delimited', columns={spec})",
-                     [files])
+        engine.load_stage(conn, raw, [*entity.columns, SEQ], files)
     missing = " OR ".join(f"{quote(c)} IS NULL" for c in entity.required)
     result.rejected += conn.execute(f"SELECT count(*) FROM {raw} WHERE {missing}").fetchall()[0][0]
-    typed = ", ".join(
-        f"{quote(c)}" if t == "VARCHAR" else f"{_cast(c, t)} AS {quote(c)}" for c, t in entity.columns.items()
-    )
     key = quote(entity.key)
-    # The latest sighting of an id wins (an item that moved between pages is read twice).
-    conn.execute(
-        f"CREATE OR REPLACE TEMP TABLE {stg} AS SELECT {typed} FROM {raw} WHERE NOT ({missing}) "
-        f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY {quote(SEQ)} DESC) = 1"
-    )
+
+    def typed(catching: bool) -> str:
+        columns = ", ".join(
+            quote(c) if t == "VARCHAR" else f"{engine.cast(quote(c), t, catching=catching)} AS {quote(c)}"
+            for c, t in entity.columns.items())
+        # The latest sighting of an id wins (an item that moved between pages is read twice).
+        return (f"DROP TABLE IF EXISTS {stg}; CREATE TEMP TABLE {stg} AS SELECT {columns} FROM ("
+                f"SELECT *, row_number() OVER (PARTITION BY {key} ORDER BY {quote(SEQ)} DESC) AS scanwatch_sighting "
+                f"FROM {raw} WHERE NOT ({missing})) AS latest WHERE scanwatch_sighting = 1")
+
+    # A value may have been left out only when a cast could catch one (always on DuckDB; on PostgreSQL only
+    # when the plain casts failed): only then are the typed columns searched for it.
+    caught = engine.typed(conn, typed)
     checks = [
         f"SELECT '{c}' AS field, {quote(c)} AS value, {key} AS entity_id FROM {raw} "
-        f"WHERE {quote(c)} IS NOT NULL AND {_cast(c, t)} IS NULL"
-        for c, t in entity.columns.items() if t != "VARCHAR"
+        f"WHERE {quote(c)} IS NOT NULL AND {engine.cast(quote(c), t)} IS NULL"
+        for c, t in entity.columns.items() if t != "VARCHAR" and caught
     ] + [
-        f"SELECT '{c}', {quote(c)}, {key} FROM {raw} WHERE {quote(c)} IS NOT NULL AND {quote(c)} NOT IN "
-        "(" + ", ".join(f"'{v}'" for v in allowed) + ")"
+        f"SELECT '{c}' AS field, {quote(c)} AS value, {key} AS entity_id FROM {raw} WHERE {quote(c)} IS NOT NULL "
+        "AND " + quote(c) + " NOT IN (" + ", ".join(f"'{v}'" for v in allowed) + ")"
         for c, allowed in entity.enums.items()
     ] + [
-        f"SELECT '{c}', NULL, {key} FROM {raw} WHERE {quote(c)} IS NULL" for c in entity.required
+        f"SELECT '{c}' AS field, CAST(NULL AS VARCHAR) AS value, {key} AS entity_id FROM {raw} WHERE {quote(c)} IS NULL"
+        for c in entity.required
     ]
     found = conn.execute(
         "INSERT INTO ingest_warnings (workspace_id, observed_at, entity, entity_id, field, value) "
-        f"SELECT DISTINCT getvariable('workspace_id'), getvariable('now'), '{entity.name}', w.entity_id, w.field, "
-        f"w.value FROM ({' UNION ALL '.join(checks)}) w WHERE NOT EXISTS (SELECT 1 FROM ingest_warnings o WHERE "
-        f"o.entity = '{entity.name}' AND o.entity_id IS NOT DISTINCT FROM w.entity_id AND o.field = w.field "
-        "AND o.value IS NOT DISTINCT FROM w.value) RETURNING entity, entity_id, field, value"
+        f"SELECT DISTINCT c.workspace_id, c.observed_at, '{entity.name}', w.entity_id, w.field, "
+        f"w.value FROM ({' UNION ALL '.join(checks)}) AS w CROSS JOIN merge_context AS c WHERE NOT EXISTS ("
+        f"SELECT 1 FROM ingest_warnings o WHERE o.entity = '{entity.name}' AND o.entity_id IS NOT DISTINCT FROM "
+        "w.entity_id AND o.field = w.field AND o.value IS NOT DISTINCT FROM w.value) "
+        "RETURNING entity, entity_id, field, value"
     ).fetchall()
     conn.execute(f"DROP TABLE {raw}")  # the text copy is done with; a big sync should not carry it
     for entity_name, entity_id, fld, value in found:
@@ -126,27 +133,37 @@ def _load_stage(conn: duckdb.DuckDBPyConnection, entity: Entity, stages: Sequenc
     return conn.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
 
 
-def _set_context(conn: duckdb.DuckDBPyConnection, workspace_id: str | None, now: datetime,
+def _set_context(conn: Connection, workspace_id: str | None, now: datetime,
                  service_version: str | None = None) -> None:
+    """The merge's context (merge/context.sql), after the turn of its workspace: merges of one workspace
+    from several syncs at once take turns until this transaction ends (a no-op where one writer is all)."""
+    conn.engine.lock_workspace(conn, workspace_id)
     execute_file(conn, "merge/context.sql",
                  {"workspace_id": workspace_id, "now": now, "service_version": service_version})
+    if conn.engine.capabilities.analyse_context:  # one row: joined with a stage, it must not multiply estimates
+        conn.engine.analyse(conn, "merge_context")
 
 
-def merge_account(conn: duckdb.DuckDBPyConnection, account: dict, *, now: datetime,
+def merge_account(conn: Any, account: dict, *, now: datetime,
                   service_version: str | None = None) -> MergeResult:
     """Current account row plus one quota snapshot per quota."""
+    conn = as_connection(conn)
     result = MergeResult()
-    workspace_id = (account.get("workspace") or {}).get("id")
+    row, quotas = account_rows(account)
     with transaction(conn, "merge"):
-        _set_context(conn, workspace_id, now, service_version)
-        result.rows["accounts"] = _stage(conn, ACCOUNT, [account], result)
+        _set_context(conn, row["workspace_id"], now, service_version)
+        result.rows["accounts"] = _stage(conn, ACCOUNT, [row], result)
+        _stage(conn, QUOTA, quotas, result)
         result.rows["quota_snapshots"] = execute_file(conn, "merge/account.sql").fetchall()[0][0]
     return result
 
 
-def merge_projects(conn: duckdb.DuckDBPyConnection, workspace_id: str, projects: Sequence[dict], *,
+
+
+def merge_projects(conn: Any, workspace_id: str, projects: Sequence[dict], *,
                    now: datetime) -> MergeResult:
     """Projects and their embedded targets, removals marked, one score snapshot per project and target."""
+    conn = as_connection(conn)
     result = MergeResult()
     # A `targets` that is not a list of objects is kept out (its project's targets are then left as they were
     # rather than marked removed) and reported like any other unexpected value.
@@ -174,13 +191,14 @@ def merge_projects(conn: duckdb.DuckDBPyConnection, workspace_id: str, projects:
     return result
 
 
-def merge_scans(conn: duckdb.DuckDBPyConnection, workspace_id: str, scans: Sequence[dict], *,
+def merge_scans(conn: Any, workspace_id: str, scans: Sequence[dict], *,
                 now: datetime, gone: Sequence[tuple[str, str]] = ()) -> MergeResult:
     """Scans read this run; `project_id` must be set on each (the scan object does not carry it).
 
     `gone` (scan_id, project_id) are queued scans that answered 404: settled, never polled again. Queued scans
     of a project or target no longer listed are settled here too, without a request.
     """
+    conn = as_connection(conn)
     result = MergeResult()
     with transaction(conn, "merge"):
         _set_context(conn, workspace_id, now)
@@ -194,11 +212,17 @@ def merge_scans(conn: duckdb.DuckDBPyConnection, workspace_id: str, scans: Seque
 
 # Stage files are merged a group at a time, up to this much NDJSON, so memory stays bounded by it rather
 # than growing with the workspace: a group's text and typed stage tables take about 3 times its size, well
-# inside DuckDB's memory_limit (storage/db.py). A workspace of some 15k issues is one group.
+# inside DuckDB's memory_limit (storage/db.py). A workspace of some 15k issues is one group. An engine whose
+# stage lives on its server, not in scanwatch, takes larger groups (Capabilities.merge_group_bytes).
 CHUNK_BYTES = 16 * 1024 * 1024
 
 
-def _hide_unlisted_issues(conn: duckdb.DuckDBPyConnection, listed_projects: Sequence[str],
+def group_bytes(conn: Connection) -> int:
+    """How much NDJSON one merge transaction takes on this connection's engine."""
+    return conn.engine.capabilities.merge_group_bytes or CHUNK_BYTES
+
+
+def _hide_unlisted_issues(conn: Any, listed_projects: Sequence[str],
                           quarantined: Sequence[str] = ()) -> dict[str, int]:
     """Issues whose project or target was removed, or whose site lost its proof, leave every open count;
     returns the events this merge wrote.
@@ -211,15 +235,16 @@ def _hide_unlisted_issues(conn: duckdb.DuckDBPyConnection, listed_projects: Sequ
     return dict(events.fetchall())
 
 
-def merge_issues(conn: duckdb.DuckDBPyConnection, workspace_id: str, issues: Iterable[dict], *,
+def merge_issues(conn: Any, workspace_id: str, issues: Iterable[dict], *,
                  now: datetime, project_state: Sequence[tuple[str, str | None, bool]] = ()) -> MergeResult:
     """`merge_issue_stages` for issues held in memory."""
+    conn = as_connection(conn)
     with StageFile(ISSUE.name) as stage:
         return merge_issue_stages(conn, workspace_id, [stage.extend(issues).close()], now=now,
                                   project_state=project_state)
 
 
-def merge_issue_stages(conn: duckdb.DuckDBPyConnection, workspace_id: str, stages: Sequence[StageFile], *,
+def merge_issue_stages(conn: Any, workspace_id: str, stages: Sequence[StageFile], *,
                        now: datetime, project_state: Sequence[tuple[str, str | None, bool]] = ()) -> MergeResult:
     """Complete issue lists of some projects, each in its stage file: events diffed against the history,
     then written, a bounded group of files at a time.
@@ -234,12 +259,13 @@ def merge_issue_stages(conn: duckdb.DuckDBPyConnection, workspace_id: str, stage
     in, so a sync stopped between groups leaves its projects unmarked and the next one reads them again
     (what it then finds unchanged costs no write).
     """
+    conn = as_connection(conn)
     result = MergeResult()
     result.rows["issues"] = 0
     # The ids the lists held gather in listed_issue_ids, group after group (issues_visible_again.sql), for
     # issues_hidden.sql at the end; none may remain from a merge stopped earlier on this connection.
     conn.execute("DROP TABLE IF EXISTS listed_issue_ids")
-    for group in chunks(stages, CHUNK_BYTES):
+    for group in chunks(stages, group_bytes(conn)):
         with transaction(conn, "merge"):
             _set_context(conn, workspace_id, now)
             result.rows["issues"] += _load_stage(conn, ISSUE, group, result)
@@ -258,25 +284,28 @@ def merge_issue_stages(conn: duckdb.DuckDBPyConnection, workspace_id: str, stage
     return result
 
 
-def record_scans_state(conn: duckdb.DuckDBPyConnection, workspace_id: str,
+def record_scans_state(conn: Any, workspace_id: str,
                        project_state: Sequence[tuple[str, str | None]], now: datetime) -> None:
+    conn = as_connection(conn)
     if project_state:
         conn.execute(read_sql("merge/scans_synced.sql"), {
             "workspace_id": workspace_id, "now": now, "project_ids": [pid for pid, _ in project_state],
             "fingerprints": [fp for _, fp in project_state]})
 
 
-def record_api_access_lost(conn: duckdb.DuckDBPyConnection, workspace_id: str, now: datetime) -> None:
+def record_api_access_lost(conn: Any, workspace_id: str, now: datetime) -> None:
     """The plan gate answered 402 (`api_plan_required`, `api_trial_ended`): the account says the API no longer
     answers, so `secscan_api_access_allowed` drops to 0 and SecscanApiAccessLost can fire. The next good
     account read sets it back."""
+    conn = as_connection(conn)
     conn.execute(read_sql("merge/api_access_lost.sql"), {"now": now, "workspace_id": workspace_id})
 
 
-def record_sync_run(conn: duckdb.DuckDBPyConnection, *, workspace_id: str | None, run_id: str, asset: str,
+def record_sync_run(conn: Any, *, workspace_id: str | None, run_id: str, asset: str,
                     started_at: datetime, finished_at: datetime, status: str, stats: dict | None = None,
                     rows_written: int = 0, error: str | None = None, workspace_label: str | None = None) -> None:
     """The pipeline's own health, read by the metrics snapshot."""
+    conn = as_connection(conn)
     stats = stats or {}
     conn.execute(read_sql("sync/record_run.sql"), {
         "workspace_id": workspace_id, "workspace_label": workspace_label, "run_id": run_id, "asset": asset,

@@ -7,14 +7,13 @@ writer, so a query never spells a severity list or an SLA of its own.
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-import duckdb
+from typing import Any
 
 from pipelines import vocabulary
 from pipelines.sqlfiles import execute_file, read_sql, transaction
 
 
-def write_vocabulary(conn: duckdb.DuckDBPyConnection) -> bool:
+def write_vocabulary(conn: Any) -> bool:
     """Rewrite `severities`, `issue_statuses` and `scan_statuses` in one transaction, and give `sla_policy`
     the default policy until a snapshot writes the one in force; returns whether anything was written.
 
@@ -34,7 +33,7 @@ def write_vocabulary(conn: duckdb.DuckDBPyConnection) -> bool:
     return True
 
 
-def write_sla_policy(conn: duckdb.DuckDBPyConnection, sla_days: Mapping[str, int]) -> None:
+def write_sla_policy(conn: Any, sla_days: Mapping[str, int]) -> None:
     """Record the SLA policy the snapshot about to be built uses."""
     with transaction(conn):
         conn.execute(read_sql("reference/sla_policy.sql"),

@@ -1,18 +1,18 @@
 """Merge statements generated from an entity's column list, as dlt generates its merge jobs.
 
 The statement shapes live in `sql/merge/upsert.sql` and `sql/merge/unchanged.sql`; only the column lists
-are filled in here, from `Entity.columns`, so a field added to an entity (and its migration) reaches the
-stage, the unchanged test, the UPDATE and the INSERT with no other edit.
+are filled in here, from `Entity.columns`, and the row hash from the history's engine, so a field added to an
+entity (and its migration) reaches the stage, the unchanged test, the UPDATE and the INSERT with no other edit.
 """
 
 from __future__ import annotations
 
 from functools import cache
 from string import Template
-
-import duckdb
+from typing import Any
 
 from pipelines.sqlfiles import read_sql
+from pipelines.storage.engines import DUCKDB, Engine, as_connection
 from pipelines.storage.entities import Entity
 
 
@@ -20,12 +20,15 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _fields(entity: Entity) -> dict[str, str]:
+def _fields(entity: Entity, engine: Engine) -> dict[str, str]:
+    columns = ", ".join(quote(c) for c in entity.columns)
     return {
         "table": quote(entity.name),
         "stage": quote(f"stg_{entity.name}"),
         "key": quote(entity.key),
-        "columns": ", ".join(quote(c) for c in entity.columns),
+        "columns": columns,
+        "staged": ", ".join(f"s.{quote(c)}" for c in entity.columns),
+        "row_hash": engine.row_hash(columns),
         "updates": ", ".join(f"{quote(c)} = {entity.update_rules.get(c, f's.{quote(c)}')}" for c in entity.columns
                              if c != entity.key and c not in entity.immutable),
         "revive": ", removed_at = NULL" if entity.tracks_removal else "",
@@ -37,16 +40,19 @@ def _template(name: str) -> Template:
     return Template(read_sql(f"merge/{name}.sql"))
 
 
-def statements(template: str, entity: Entity) -> str:
-    """`template` (`upsert` or `unchanged`) filled for `entity`: the SQL that runs, for reading or testing."""
-    return _template(template).substitute(_fields(entity))
+def statements(template: str, entity: Entity, engine: Engine = DUCKDB) -> str:
+    """`template` (`upsert` or `unchanged`) filled for `entity` on `engine`: the SQL that runs, for reading or
+    testing."""
+    return _template(template).substitute(_fields(entity, engine))
 
 
-def touch_unchanged(conn: duckdb.DuckDBPyConnection, entity: Entity) -> None:
+def touch_unchanged(conn: Any, entity: Entity) -> None:
     """Mark the staged rows the history holds as they are seen, and take them out of the stage."""
-    conn.execute(statements("unchanged", entity))
+    conn = as_connection(conn)
+    conn.execute(statements("unchanged", entity, conn.engine))
 
 
-def upsert(conn: duckdb.DuckDBPyConnection, entity: Entity) -> None:
+def upsert(conn: Any, entity: Entity) -> None:
     """Write the staged rows of `entity` into its table (update the known ones, insert the new)."""
-    conn.execute(statements("upsert", entity))
+    conn = as_connection(conn)
+    conn.execute(statements("upsert", entity, conn.engine))

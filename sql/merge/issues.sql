@@ -20,5 +20,5 @@ WITH d AS (
     SELECT d.*, 'severity_changed', old_severity, severity FROM d
     WHERE NOT is_new AND old_severity IS DISTINCT FROM severity
 )
-SELECT getvariable('workspace_id'), id, project_id, target_id, severity, getvariable('now'), event, from_value, to_value
-FROM e;
+SELECT c.workspace_id, e.id, e.project_id, e.target_id, e.severity, c.observed_at, e.event, e.from_value, e.to_value
+FROM e, merge_context AS c;

@@ -8,7 +8,6 @@
 -- merge), joined by $quarantined: issues listed but too large to store, not ones the service stopped showing.
 -- An issue missing from a list with none of these reasons is left as it is: the contract gives no other way
 -- for one to disappear.
-SET VARIABLE listed_projects = CAST($listed_projects AS VARCHAR[]);
 CREATE TEMP TABLE IF NOT EXISTS listed_issue_ids (id VARCHAR);
 INSERT INTO listed_issue_ids SELECT unnest(CAST($quarantined AS VARCHAR[]));
 
@@ -19,28 +18,28 @@ WITH reasons AS (
                WHEN p.removed_at IS NOT NULL THEN 'project_removed'
                WHEN t.removed_at IS NOT NULL THEN 'target_removed'
                WHEN i.hidden_reason IS NOT NULL THEN i.hidden_reason
-               WHEN list_contains(getvariable('listed_projects'), i.project_id)
+               WHEN i.project_id = ANY(CAST($listed_projects AS VARCHAR[]))
                     AND (t.verified = false OR t.hidden_issues IS NOT NULL)
                    THEN 'unverified'
            END AS reason
     FROM issues i
     LEFT JOIN projects p ON p.id = i.project_id
     LEFT JOIN targets t ON t.id = i.target_id
-    WHERE i.workspace_id = getvariable('workspace_id')
-      AND i.id NOT IN (SELECT id FROM listed_issue_ids)  -- a listed issue is visible, whatever else
+    WHERE i.workspace_id = (SELECT workspace_id FROM merge_context)
+      AND NOT EXISTS (SELECT 1 FROM listed_issue_ids l WHERE l.id = i.id)  -- a listed issue is visible, whatever else
 )
-SELECT getvariable('workspace_id'), id, project_id, target_id, severity, getvariable('now'), 'hidden', old_reason, reason
-FROM reasons
-WHERE reason IS DISTINCT FROM old_reason AND reason IS NOT NULL;
+SELECT c.workspace_id, r.id, r.project_id, r.target_id, r.severity, c.observed_at, 'hidden', r.old_reason, r.reason
+FROM reasons AS r, merge_context AS c
+WHERE r.reason IS DISTINCT FROM r.old_reason AND r.reason IS NOT NULL;
 
 UPDATE issues SET hidden_reason = e.to_value, hidden_at = coalesce(issues.hidden_at, e.observed_at)
 FROM issue_events e
-WHERE e.issue_id = issues.id AND e.event = 'hidden' AND e.observed_at = getvariable('now')
-  AND e.workspace_id = getvariable('workspace_id');
+WHERE e.issue_id = issues.id AND e.event = 'hidden' AND e.observed_at = (SELECT observed_at FROM merge_context)
+  AND e.workspace_id = (SELECT workspace_id FROM merge_context);
 
 DROP TABLE listed_issue_ids;
 
 -- The events this merge wrote all carry its `now`: the counts it reports, not the whole table's.
 SELECT event, count(*) FROM issue_events
-WHERE observed_at = getvariable('now') AND workspace_id = getvariable('workspace_id')
+WHERE observed_at = (SELECT observed_at FROM merge_context) AND workspace_id = (SELECT workspace_id FROM merge_context)
 GROUP BY event;

@@ -8,10 +8,11 @@ CREATE TEMP TABLE IF NOT EXISTS listed_issue_ids (id VARCHAR);
 INSERT INTO listed_issue_ids SELECT id FROM stg_issues;
 
 INSERT INTO issue_events (workspace_id, issue_id, project_id, target_id, severity, observed_at, event, from_value, to_value)
-SELECT getvariable('workspace_id'), s.id, s.project_id, s.target_id, s.severity, getvariable('now'), 'visible_again',
+SELECT c.workspace_id, s.id, s.project_id, s.target_id, s.severity, c.observed_at, 'visible_again',
        i.hidden_reason, s.status
 FROM stg_issues s
 JOIN issues i ON i.id = s.id
+CROSS JOIN merge_context AS c
 WHERE i.hidden_reason IS NOT NULL;
 
 UPDATE issues SET hidden_reason = NULL, hidden_at = NULL

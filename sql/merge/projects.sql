@@ -3,18 +3,18 @@
 -- rows the service stopped listing, and one score snapshot per project and target.
 --
 -- $targets_unread: projects whose targets field was malformed; their targets stay as they were.
-SET VARIABLE targets_unread = CAST($targets_unread AS VARCHAR[]);
+UPDATE projects SET removed_at = (SELECT observed_at FROM merge_context)
+WHERE workspace_id = (SELECT workspace_id FROM merge_context) AND removed_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM stg_projects s WHERE s.id = projects.id);
 
-UPDATE projects SET removed_at = getvariable('now')
-WHERE workspace_id = getvariable('workspace_id') AND removed_at IS NULL
-  AND id NOT IN (SELECT id FROM stg_projects);
-
-UPDATE targets SET removed_at = getvariable('now')
-WHERE workspace_id = getvariable('workspace_id') AND removed_at IS NULL
-  AND id NOT IN (SELECT id FROM stg_targets)
-  AND NOT list_contains(getvariable('targets_unread'), project_id);  -- a malformed targets field proves nothing
+UPDATE targets SET removed_at = (SELECT observed_at FROM merge_context)
+WHERE workspace_id = (SELECT workspace_id FROM merge_context) AND removed_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM stg_targets s WHERE s.id = targets.id)
+  AND NOT (project_id = ANY(CAST($targets_unread AS VARCHAR[])));  -- a malformed targets field proves nothing
 
 INSERT INTO score_snapshots (workspace_id, observed_at, project_id, target_id, score, grade, open_issues, hidden_issues)
-SELECT getvariable('workspace_id'), getvariable('now'), id, NULL, score, grade, open_issues, NULL FROM stg_projects
+SELECT c.workspace_id, c.observed_at, s.id, NULL, s.score, s.grade, s.open_issues, NULL
+FROM stg_projects AS s, merge_context AS c
 UNION ALL
-SELECT getvariable('workspace_id'), getvariable('now'), project_id, id, score, grade, NULL, hidden_issues FROM stg_targets;
+SELECT c.workspace_id, c.observed_at, s.project_id, s.id, s.score, s.grade, NULL, s.hidden_issues
+FROM stg_targets AS s, merge_context AS c;

@@ -1,22 +1,24 @@
 -- Queued scans that answered 404 this run ($scan_ids with their $project_ids): settled, never polled again.
 INSERT INTO scans_gone (workspace_id, scan_id, project_id, gone_at, answered)
-SELECT getvariable('workspace_id'), scan_id, project_id, getvariable('now'), 'scan'
-FROM (SELECT unnest(CAST($scan_ids AS VARCHAR[])) AS scan_id, unnest(CAST($project_ids AS VARCHAR[])) AS project_id)
+SELECT c.workspace_id, u.scan_id, u.project_id, c.observed_at, 'scan'
+FROM (SELECT unnest(CAST($scan_ids AS VARCHAR[])) AS scan_id, unnest(CAST($project_ids AS VARCHAR[])) AS project_id) AS u,
+     merge_context AS c
 ON CONFLICT (scan_id) DO NOTHING;
 
 -- Queued scans of a project or target GET /projects no longer lists are settled without a request: the service
 -- would answer 404 for them (workspace isolation answers a missing object and a foreign one alike). Their
 -- scans rows stay as last seen; nothing polls them again.
 INSERT INTO scans_gone (workspace_id, scan_id, project_id, gone_at, answered)
-SELECT s.workspace_id, s.id, s.project_id, getvariable('now'),
+SELECT s.workspace_id, s.id, s.project_id, c.observed_at,
        CASE WHEN p.removed_at IS NOT NULL THEN 'project' ELSE 'target' END
 FROM scans s
 LEFT JOIN projects p ON p.id = s.project_id
 LEFT JOIN targets t ON t.id = s.target_id
 JOIN scan_statuses AS k ON k.status = s.status AND NOT k.finished
-WHERE s.workspace_id = getvariable('workspace_id')
+CROSS JOIN merge_context AS c
+WHERE s.workspace_id = c.workspace_id
   AND (p.removed_at IS NOT NULL OR t.removed_at IS NOT NULL)
-  AND s.id NOT IN (SELECT scan_id FROM scans_gone);
+  AND NOT EXISTS (SELECT 1 FROM scans_gone g WHERE g.scan_id = s.id);
 
 -- What this sync settled, the count the merge reports.
-SELECT count(*) FROM scans_gone WHERE gone_at = getvariable('now');
+SELECT count(*) FROM scans_gone WHERE gone_at = (SELECT observed_at FROM merge_context);

@@ -2,10 +2,10 @@
 -- Rows the history holds take the staged values of their mutable fields; the others are inserted.
 -- UPDATE then INSERT rather than INSERT ... ON CONFLICT DO UPDATE, which DuckDB carries out as a delete and
 -- an insert of every conflicting row.
-UPDATE $table AS t SET $updates, last_observed_at = getvariable('now')$revive
-FROM $stage AS s WHERE t.$key = s.$key;
+UPDATE $table AS t SET $updates, last_observed_at = c.observed_at$revive
+FROM $stage AS s, merge_context AS c WHERE t.$key = s.$key;
 
 INSERT INTO $table (workspace_id, $columns, first_observed_at, last_observed_at)
-SELECT getvariable('workspace_id'), $columns, getvariable('now'), getvariable('now')
-FROM $stage AS s
+SELECT c.workspace_id, $staged, c.observed_at, c.observed_at
+FROM $stage AS s, merge_context AS c
 WHERE NOT EXISTS (SELECT 1 FROM $table AS t WHERE t.$key = s.$key);

@@ -63,7 +63,7 @@ CREATE TABLE scans (
     status            VARCHAR,
     score             INTEGER,
     grade             VARCHAR,
-    coverage          DOUBLE,
+    coverage          DOUBLE PRECISION,
     audit_fallback    BOOLEAN,
     reused            BOOLEAN,
     next_real_scan_at TIMESTAMPTZ,

@@ -7,6 +7,10 @@
 -- the others, from a stage with one row per id, and writes at most one event of a kind per issue at its
 -- own `now`; the `issue_ids_unique` check still watches the first. Both tables are rebuilt as they were,
 -- column for column and NOT NULL for NOT NULL, and their rows copied; the views over them bind by name.
+-- DuckDB's alone: PostgreSQL keeps its keys' B-tree indexes on disk, in shared buffers, not in scanwatch's
+-- memory, and they serve the merge's lookups by id; its views bind to a table, not a name, and would not let
+-- it be dropped.
+-- engines: duckdb
 CREATE TABLE issues_unkeyed (
     workspace_id      VARCHAR NOT NULL,
     id                VARCHAR NOT NULL,

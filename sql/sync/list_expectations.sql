@@ -2,12 +2,12 @@
 -- that runs far past this (pipelines/api/bounds.py) is a service paging without end, not a big project.
 -- Scans: the history's plus one an hour per target for the plan's year of scan history.
 WITH known_issues AS (
-    SELECT project_id, count(*) AS n FROM issues WHERE workspace_id = $workspace_id GROUP BY ALL
+    SELECT project_id, count(*) AS n FROM issues WHERE workspace_id = $workspace_id GROUP BY project_id
 ), known_scans AS (
-    SELECT project_id, count(*) AS n FROM scans WHERE workspace_id = $workspace_id GROUP BY ALL
+    SELECT project_id, count(*) AS n FROM scans WHERE workspace_id = $workspace_id GROUP BY project_id
 ), live_targets AS (
     SELECT project_id, count(*) AS n FROM targets
-    WHERE workspace_id = $workspace_id AND removed_at IS NULL GROUP BY ALL
+    WHERE workspace_id = $workspace_id AND removed_at IS NULL GROUP BY project_id
 )
 SELECT p.id AS project_id,
        greatest(coalesce(p.open_issues, 0), coalesce(ki.n, 0)) AS issues,

@@ -8,7 +8,7 @@ LEFT JOIN targets t ON t.id = s.target_id
 JOIN scan_statuses AS k ON k.status = s.status AND NOT k.finished
 WHERE true
   AND ($workspace_id IS NULL OR s.workspace_id = $workspace_id)
-  AND s.id NOT IN (SELECT scan_id FROM scans_gone)
+  AND NOT EXISTS (SELECT 1 FROM scans_gone g WHERE g.scan_id = s.id)
   AND p.removed_at IS NULL AND t.removed_at IS NULL  -- settled without a request (merge/scans_gone.sql)
 ORDER BY s.created_at, s.id
 LIMIT $limit

@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("pipelines", "pipelines.credentials", "pipelines.settings", "pipelines.workspaces_file",
               "pipelines.vocabulary", "pipelines.sqlfiles", "pipelines.text", "pipelines.milestones",
               "pipelines.scan_budget", "exporters.snapshot_format", "exporters.snapshot_store", "exporters.catalogue",
-              "exporters.text",
+              "exporters.text", "pipelines.history_location",
               "exporters.families")),
     ("api", ("pipelines.api", "pipelines.api.*")),
     ("storage", ("pipelines.storage", "pipelines.storage.*", "pipelines.backfill",
@@ -162,5 +162,7 @@ def test_no_two_modules_import_each_other():
 def test_a_loop_is_caught():
     sources = modules(ROOT)
     sources["pipelines.credentials"] += "\n\ndef added():\n    from pipelines.settings import Settings\n"
-    # settings reads the workspaces file, which stands on credentials: the added import closes the loop
-    assert cycles(sources) == [["pipelines.credentials", "pipelines.settings", "pipelines.workspaces_file"]]
+    # settings reads the workspaces file and the history's location, which both stand on credentials: the added
+    # import closes the loop
+    assert cycles(sources) == [["pipelines.credentials", "pipelines.history_location", "pipelines.settings",
+                                "pipelines.workspaces_file"]]

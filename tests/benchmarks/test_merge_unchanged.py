@@ -8,7 +8,6 @@ same events, unchanged rows marked seen.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -44,13 +43,13 @@ def _resync(rows: list[dict]) -> list[dict]:
 def _tables(conn) -> tuple[list, list]:
     issues = conn.execute("SELECT * FROM issues ORDER BY id").fetchall()
     events = conn.execute("SELECT issue_id, observed_at, event, from_value, to_value FROM issue_events "
-                          "ORDER BY ALL").fetchall()
+                          "ORDER BY issue_id, observed_at, event, from_value, to_value").fetchall()
     return issues, events
 
 
-def _run(tmp_path: Path, name: str) -> tuple[list, list, dict]:
+def _run(db: str) -> tuple[list, list, dict]:
     rows = [_issue(n) for n in range(60)]
-    conn = connect(tmp_path / f"{name}.duckdb")
+    conn = connect(db)
     try:
         merge_issues(conn, "ws", rows, now=NOW)
         result = merge_issues(conn, "ws", _resync(rows), now=LATER)
@@ -59,18 +58,18 @@ def _run(tmp_path: Path, name: str) -> tuple[list, list, dict]:
         conn.close()
 
 
-def test_skipping_unchanged_rows_gives_what_the_full_upsert_gave(tmp_path, monkeypatch: pytest.MonkeyPatch):
-    issues, events, counts = _run(tmp_path, "skip")
+def test_skipping_unchanged_rows_gives_what_the_full_upsert_gave(new_history, monkeypatch: pytest.MonkeyPatch):
+    issues, events, counts = _run(new_history())
     monkeypatch.setattr(merge_module, "touch_unchanged", lambda conn, entity: None)
-    full_issues, full_events, full_counts = _run(tmp_path, "full")
+    full_issues, full_events, full_counts = _run(new_history())
     assert issues == full_issues
     assert events == full_events
     assert counts == full_counts == {"opened": 1, "status_changed": 1, "reopened": 1, "severity_changed": 1}
 
 
-def test_unchanged_rows_are_marked_seen_and_keep_their_first_observation(tmp_path):
+def test_unchanged_rows_are_marked_seen_and_keep_their_first_observation(engine_db):
     rows = [_issue(n) for n in range(20)]
-    conn = connect(tmp_path / "h.duckdb")
+    conn = connect(engine_db)
     try:
         merge_issues(conn, "ws", rows, now=NOW)
         merge_issues(conn, "ws", rows, now=LATER)

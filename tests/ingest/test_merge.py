@@ -20,7 +20,7 @@ LATER = NOW + timedelta(hours=1)
 
 def _dump(conn) -> tuple[list, list]:
     return (conn.execute("SELECT * FROM issues ORDER BY id").fetchall(),
-            conn.execute("SELECT * FROM issue_events ORDER BY ALL").fetchall())
+            conn.execute("SELECT * FROM issue_events ORDER BY issue_id, observed_at, event").fetchall())
 
 
 def test_a_field_added_to_the_entity_reaches_every_merge_statement(tmp_path):
@@ -32,8 +32,7 @@ def test_a_field_added_to_the_entity_reaches_every_merge_statement(tmp_path):
     try:
         conn.execute("ALTER TABLE issues ADD COLUMN exploit_maturity VARCHAR")  # what its migration would do
         merge_issues(conn, "ws", [_issue(1)], now=NOW)
-        conn.execute("SET VARIABLE now = CAST(? AS TIMESTAMPTZ)", [LATER])
-        conn.execute("SET VARIABLE workspace_id = 'ws'")
+        merge_module._set_context(conn, "ws", LATER)
         conn.execute("CREATE TEMP TABLE stg_issues AS SELECT * EXCLUDE (workspace_id, first_observed_at, "
                      "last_observed_at) REPLACE ('weaponized' AS exploit_maturity) FROM issues")
         touch_unchanged(conn, entity)  # the new field differs: the row is not unchanged
@@ -44,12 +43,12 @@ def test_a_field_added_to_the_entity_reaches_every_merge_statement(tmp_path):
         conn.close()
 
 
-def test_merging_a_group_of_stage_files_at_a_time_gives_what_one_merge_gives(tmp_path, monkeypatch):
+def test_merging_a_group_of_stage_files_at_a_time_gives_what_one_merge_gives(new_history, monkeypatch):
     rows = [_issue(n) for n in range(90)]
     outcomes = []
-    for name, chunk_bytes in (("one", 1 << 30), ("many", 2_000)):
-        monkeypatch.setattr(merge_module, "CHUNK_BYTES", chunk_bytes)
-        conn = connect(tmp_path / f"{name}.duckdb")
+    for _name, chunk_bytes in (("one", 1 << 30), ("many", 2_000)):
+        monkeypatch.setattr(merge_module, "group_bytes", lambda conn, size=chunk_bytes: size)
+        conn = connect(new_history())
         try:
             for now, batch in ((NOW, rows), (LATER, _resync(rows))):
                 stages = [StageFile("issues").extend(r for r in batch if r["project_id"] == p).close()
@@ -68,13 +67,13 @@ def test_merging_a_group_of_stage_files_at_a_time_gives_what_one_merge_gives(tmp
     assert outcomes[0][2] == {"opened": 1, "status_changed": 1, "reopened": 1, "severity_changed": 1}
 
 
-def test_each_group_commits_its_issues_and_projects_are_marked_read_only_once_every_group_is_in(tmp_path,
+def test_each_group_commits_its_issues_and_projects_are_marked_read_only_once_every_group_is_in(engine_db,
                                                                                                  monkeypatch):
     """A merge stopped after its first group keeps that group's issues (the next sync finds them unchanged)
     and marks no project as read, so the next sync reads every project of the merge again."""
     from pipelines import milestones
 
-    monkeypatch.setattr(merge_module, "CHUNK_BYTES", 2_000)
+    monkeypatch.setattr(merge_module, "group_bytes", lambda conn: 2_000)
     rows = [_issue(n) for n in range(90)]
     stages = [StageFile("issues").extend(r for r in rows if r["project_id"] == p).close() for p in ("p0", "p1", "p2")]
     groups = []
@@ -85,7 +84,7 @@ def test_each_group_commits_its_issues_and_projects_are_marked_read_only_once_ev
             if len(groups) == 2:
                 raise RuntimeError("stopped")
 
-    conn = connect(tmp_path / "h.duckdb")
+    conn = connect(engine_db)
     stop = milestones.observe(stop_in_the_second_group)
     try:
         with pytest.raises(RuntimeError, match="stopped"):
@@ -107,9 +106,9 @@ def test_each_group_commits_its_issues_and_projects_are_marked_read_only_once_ev
         conn.close()
 
 
-def test_a_walk_that_starts_over_drops_what_it_gave_and_the_latest_sighting_wins(tmp_path):
+def test_a_walk_that_starts_over_drops_what_it_gave_and_the_latest_sighting_wins(engine_db):
     first, moved = _issue(1), dict(_issue(2), title="old")
-    conn = connect(tmp_path / "h.duckdb")
+    conn = connect(engine_db)
     with StageFile("issues") as stage:
         stage.extend([dict(first, title="abandoned pass"), _issue(3)])
         stage.restart()
@@ -123,11 +122,11 @@ def test_a_walk_that_starts_over_drops_what_it_gave_and_the_latest_sighting_wins
 
 
 @pytest.mark.parametrize("field", ["kind", "created_at"])
-def test_a_scan_keeps_what_its_first_sighting_said_of_its_immutable_fields(tmp_path, field):
+def test_a_scan_keeps_what_its_first_sighting_said_of_its_immutable_fields(engine_db, field):
     scan = {"id": "s1", "target_id": "t1", "project_id": "p1", "kind": "quick", "status": "queued",
             "reused": False, "created_at": "2026-11-20T12:00:00.000Z"}
     changed = {**scan, "status": "done", "kind": "audit", "reused": True, "created_at": "2026-11-21T00:00:00.000Z"}
-    conn = connect(tmp_path / "h.duckdb")
+    conn = connect(engine_db)
     try:
         merge_scans(conn, "ws", [scan], now=NOW)
         merge_scans(conn, "ws", [changed], now=LATER)
@@ -139,9 +138,9 @@ def test_a_scan_keeps_what_its_first_sighting_said_of_its_immutable_fields(tmp_p
         conn.close()
 
 
-def test_reused_once_true_stays_true_through_the_generated_upsert(tmp_path):
+def test_reused_once_true_stays_true_through_the_generated_upsert(engine_db):
     scan = {"id": "s1", "target_id": "t1", "project_id": "p1", "kind": "quick", "status": "queued", "reused": False}
-    conn = connect(tmp_path / "h.duckdb")
+    conn = connect(engine_db)
     try:
         seen = []
         for reused in (False, True, False):

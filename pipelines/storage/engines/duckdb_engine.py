@@ -1,0 +1,103 @@
+"""DuckDB, the single-machine history: one file, one writer at a time, the SQL files' own dialect."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from pipelines.history_location import HistoryLocation
+from pipelines.storage.engines.base import Capabilities, Connection, Engine
+from pipelines.storage.engines.sqltext import Statement
+
+# A sync's memory is bounded by its merge group (see merge.CHUNK_BYTES), not by the history: DuckDB spills to
+# `<db>.tmp` past this limit instead of growing with the workspace. 96 MB holds a merge group's stage tables
+# and the snapshot's aggregates; the issue tables carry no index that would have to fit in it as the history
+# grows (migration 011). One thread: scanwatch shares its host, and single-threaded DuckDB keeps one buffer
+# set instead of one per thread. Insertion order is never relied on (every read that cares says ORDER BY),
+# and keeping it costs memory in large loads.
+SETTINGS = {"memory_limit": "96MB", "threads": 1, "preserve_insertion_order": False}
+
+
+class HistoryLockedError(RuntimeError):
+    """Another process holds the DuckDB file for writing (a sync or `dagster dev` run)."""
+
+
+class DuckDBEngine(Engine):
+    name = "duckdb"
+    capabilities = Capabilities(single_writer=True, casts_can_fail=False, analyse_context=False)
+    conflicts = (duckdb.TransactionException,)
+
+    def open(self, path: str | Path, *, wait_seconds: float = 30.0) -> Connection:
+        """A read-write connection; waits a while for another process's writer, then says who."""
+        path = Path(path)
+        if str(path) != ":memory:":
+            path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                raw = duckdb.connect(str(path))
+                break
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise
+                if time.monotonic() >= deadline:
+                    raise HistoryLockedError(
+                        f"the history {path} is being written by another process (a sync or a Dagster run); "
+                        "wait for it to finish and try again"
+                    ) from None
+                time.sleep(0.5)
+        raw.execute("SET TimeZone = 'UTC'")
+        for name, value in SETTINGS.items():
+            raw.execute(f"SET {name} = '{value}'")
+        return Connection(raw, self, HistoryLocation(str(path)))
+
+    def open_read_only(self, path: str | Path) -> Connection:
+        raw = duckdb.connect(str(path), read_only=True)
+        raw.execute("SET TimeZone = 'UTC'")
+        return Connection(raw, self, HistoryLocation(str(path)))
+
+    def split(self, raw: Any, sql: str) -> Sequence[Statement]:
+        return [Statement(s.query, tuple(s.named_parameters)) for s in raw.extract_statements(sql)]
+
+    def execute(self, conn: Connection, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> Any:
+        return conn.raw.execute(sql, params) if params is not None else conn.raw.execute(sql)
+
+    def load_stage(self, conn: Connection, table: str, columns: Sequence[str], files: Sequence[Path]) -> None:
+        *text, seq = columns
+        spec = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in text) + f", '{seq}': 'BIGINT'" + "}"
+        conn.execute(f"INSERT INTO {table} SELECT * FROM read_json(?, format='newline_delimited', columns={spec})",
+                     [[str(f) for f in files]])
+
+    def cast(self, expression: str, sql_type: str, *, catching: bool = True) -> str:
+        if sql_type == "INTEGER":
+            # DuckDB's cast rounds `12.5` to an INTEGER 13: a line or a count that is not a whole number is
+            # kept out (NULL) and warned about instead.
+            as_double = f"TRY_CAST({expression} AS DOUBLE)"
+            return f"CASE WHEN {as_double} = trunc({as_double}) THEN TRY_CAST({expression} AS INTEGER) END"
+        return f"TRY_CAST({expression} AS {sql_type})"
+
+    def row_hash(self, columns: str) -> str:
+        return f"hash({columns})"
+
+
+DUCKDB = DuckDBEngine()
+
+_WRITERS: dict[str, threading.RLock] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+@contextmanager
+def file_writer(path: str | Path) -> Iterator[None]:
+    """DuckDB's file lock keeps other processes out, but connections of one process share the database, so
+    threads of one process (several workspaces synced at once) take turns on a lock of their own too."""
+    key = str(Path(path).resolve()) if str(path) != ":memory:" else ":memory:"
+    with _WRITERS_LOCK:
+        lock = _WRITERS.setdefault(key, threading.RLock())
+    with lock:
+        yield

@@ -1,0 +1,73 @@
+"""SCANWATCH_DB: a path keeps the DuckDB history, a `postgresql://` URL a PostgreSQL one; the URL's password is
+shown nowhere, and Dagster's resource configuration holds the variable's name, never the URL."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from pipelines.history_location import HistoryLocation
+from pipelines.resources import HistoryResource, default_resources
+from pipelines.settings import ConfigError, Settings
+
+SECRET = "s3cr%40t:pw"  # percent-encoded '@' inside, a ':' too
+URL = f"postgresql://scanwatch:{SECRET}@db.internal:5433/history?sslmode=require&password=other"
+
+
+def test_a_path_keeps_duckdb_and_the_default_is_the_file_beside_the_snapshot():
+    default = Settings.load({})
+    assert (default.history.engine, str(default.history.path)) == ("duckdb", "data/scanwatch.duckdb")
+    assert str(default.paths.snapshot) == "data/scanwatch-metrics.json"
+    given = Settings.load({"SCANWATCH_DB": "/srv/h.duckdb"})
+    assert (given.history.engine, str(given.paths.db), str(given.paths.snapshot)) == (
+        "duckdb", "/srv/h.duckdb", "/srv/scanwatch-metrics.json")
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres", "PostgreSQL"])
+def test_a_postgresql_url_is_the_postgresql_history_and_shows_masked(scheme):
+    settings = Settings.load({"SCANWATCH_DB": URL.replace("postgresql", scheme, 1)})
+    history = settings.history
+    assert history.engine == "postgres" and settings.paths.db is None
+    assert str(settings.paths.snapshot) == "data/scanwatch-metrics.json"  # no disk beside a server
+    shown = [history.masked, str(history), repr(history), repr(settings)]
+    for text in shown:
+        assert "s3cr" not in text and "other" not in text and "db.internal:5433/history" in text
+    assert history.masked.startswith(f"{scheme.lower()}://scanwatch:***@db.internal:5433/history?sslmode=require&password=***")
+    assert history.url.endswith("password=other")  # libpq gets it untouched
+
+
+def test_scrub_removes_the_password_as_written_and_decoded():
+    history = HistoryLocation.parse(URL)
+    text = f"failed: {SECRET} / s3cr@t:pw / other"
+    assert history.scrub(text) == "failed: *** / *** / ***"
+
+
+def test_a_url_without_a_password_leaves_it_to_pgpassword_or_pgpass():
+    history = HistoryLocation.parse("postgresql://scanwatch@db:5432/history")
+    assert history.secrets == () and history.masked == "postgresql://scanwatch@db:5432/history"
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("postgresql://user:pw@:5432/db", "names no host"),
+    ("postgresql://user:pw@db:5432/", "names no database"),
+    ("postgresql://user:pw@db:port/db", "not a valid URL"),
+    ("mysql://user:pw@db/history", "neither a file path nor a postgresql:// URL"),
+    ("postgres:/db", "neither a file path nor a postgresql:// URL"),
+])
+def test_a_bad_url_is_one_line_without_the_password(value, says):
+    with pytest.raises(ConfigError, match=says) as caught:
+        _ = Settings.load({"SCANWATCH_DB": value}).history
+    assert "pw" not in str(caught.value).replace("postgresql", "")
+
+
+def test_the_history_resource_names_the_variable_and_masks_its_repr():
+    """What Dagster's run storage keeps of a PostgreSQL history is `{"env": "SCANWATCH_DB"}`, as for the key
+    (the whole chain, run storage included, is searched after a real sync in tests/postgres/test_secrets.py)."""
+    env = {"SCANWATCH_DB": URL, "SCANWATCH_BASE_URL": "http://h/v1", "SCANWATCH_API_KEY": "rst_" + "a" * 40}
+    history = default_resources(Settings.load(env))["history"]
+    assert isinstance(history, HistoryResource)
+    assert isinstance(history.database, dg.EnvVar) and history.database.env_var_name == "SCANWATCH_DB"
+    assert "s3cr" not in repr(history) and "other" not in repr(history)
+    assert "s3cr" not in repr(HistoryResource(database=URL))
+    duck = default_resources(Settings.load({**env, "SCANWATCH_DB": "/srv/h.duckdb"}))["history"]
+    assert duck.database == "/srv/h.duckdb"  # a path is no secret: kept as it is
