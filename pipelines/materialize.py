@@ -180,7 +180,7 @@ def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile
         from pipelines.settings import Settings
         from pipelines.snapshot import refresh_after_failure
 
-        refresh_after_failure(Settings.load().paths.db, workspace)
+        refresh_after_failure(Settings.load().history, workspace)
     for event in result.all_events:
         data = getattr(event, "event_specific_data", None)
         if event.event_type_value == "ASSET_CHECK_EVALUATION" and not data.passed:

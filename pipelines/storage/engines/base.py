@@ -95,6 +95,15 @@ class Engine:
     def analyse(self, conn: Connection, table: str) -> None:
         """Let the planner know a freshly filled temp table (`capabilities.analyse_context`)."""
 
+    # --- readers
+    # Begins a transaction whose statements all see one committed state (a snapshot's tables agree).
+    begin_read = "BEGIN TRANSACTION"
+
+    @contextmanager
+    def session(self, conn: Connection) -> Iterator[Connection]:
+        """The same history on a connection whose transactions never touch one the caller holds open."""
+        raise NotImplementedError
+
 
 class Connection:
     """One open history: the driver's connection and the engine that speaks to it.
