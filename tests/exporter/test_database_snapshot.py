@@ -237,3 +237,25 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_a_sync_of_a_postgresql_history_writes_its_part_there_and_no_folder(
+        pg_database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipelines.materialize import materialize_all
+    from simulator.testing import SimConfig, serve_simulator
+
+    monkeypatch.chdir(tmp_path)  # where a folder of parts would land by default (data/ beside no DuckDB file)
+    with serve_simulator(SimConfig(seed=5, scale="small", clock="driven", control=True, rate_limit=100000)) as sim:
+        monkeypatch.setenv("SCANWATCH_BASE_URL", sim.base_url)
+        monkeypatch.setenv("SCANWATCH_API_KEY", sim.api_key)
+        monkeypatch.setenv("SCANWATCH_DB", pg_database)
+        monkeypatch.delenv("SCANWATCH_SNAPSHOT", raising=False)
+        monkeypatch.delenv("DAGSTER_HOME", raising=False)
+        outcome = materialize_all()
+        workspace = sim.workspace_id
+    held = parts(pg_database)
+    assert list(held) == [workspace], (outcome.failed_step, held.keys())
+    doc = held[workspace][1]
+    assert doc["workspace_id"] == workspace and doc["tables"]["issue_severity"]
+    assert {r["asset"] for r in doc["tables"]["pipeline"]} >= {"account", "projects", "scans", "issues"}
+    assert not list(tmp_path.rglob("*.json")), "a folder of parts was written beside a PostgreSQL history"
