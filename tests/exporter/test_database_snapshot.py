@@ -259,3 +259,24 @@ def test_a_sync_of_a_postgresql_history_writes_its_part_there_and_no_folder(
     assert doc["workspace_id"] == workspace and doc["tables"]["issue_severity"]
     assert {r["asset"] for r in doc["tables"]["pipeline"]} >= {"account", "projects", "scans", "issues"}
     assert not list(tmp_path.rglob("*.json")), "a folder of parts was written beside a PostgreSQL history"
+
+
+def test_a_part_over_the_size_cap_is_unreadable_and_the_others_are_served(
+        in_history: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture) -> None:
+    from exporters import snapshot_format
+    from exporters.source import SnapshotSource
+
+    with connect(in_history) as conn:
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    with psycopg.connect(in_history, autocommit=True) as raw:
+        sizes = dict(raw.execute("SELECT name, octet_length(document) FROM snapshot_parts").fetchall())
+    small, large = sorted(sizes, key=sizes.get)
+    cap = sizes[small]  # Beta's part fits exactly; Acme's is over
+    monkeypatch.setattr(snapshot_format, "MAX_SNAPSHOT_BYTES", cap)
+    store = PolledStore(HistoryLocation.parse(in_history), poll_seconds=60)
+    try:
+        state = SnapshotSource(store).get()
+    finally:
+        store.close()
+    assert state.listed and state.parts[small].readable and not state.parts[large].readable
+    assert f"over the {cap:,}-byte cap" in capfd.readouterr().err
