@@ -213,16 +213,18 @@ def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str |
     return Refreshed(store.location(name), len(data), 1)
 
 
-def refresh_after_failure(db: Path | HistoryLocation, workspace: str | None) -> str | None:
-    """Rebuild the part of a workspace whose run failed, taking the history's writer as a sync does; the
-    reason it could not, or None. Dagster skips the snapshot asset when an upstream asset fails, and without
-    a fresh part the failure would stay invisible on /metrics until the staleness alert."""
+def refresh_after_failure(db: Path | HistoryLocation | str | None, workspace: str | None) -> str | None:
+    """Rebuild the part of a workspace whose run failed (in the history `db`, default `SCANWATCH_DB`), taking
+    the history's writer as a sync does; the reason it could not, or None. Dagster skips the snapshot asset
+    when an upstream asset fails, and without a fresh part the failure would stay invisible on /metrics until
+    the staleness alert."""
     from pipelines.storage import writer
     from pipelines.storage.workspaces import current_workspace
 
     try:
-        label = settings.Settings.load().workspace(workspace or settings.DEFAULT_WORKSPACE).label
-        with writer(db, wait_seconds=5) as conn:
+        found = settings.Settings.load()
+        label = found.workspace(workspace or settings.DEFAULT_WORKSPACE).label
+        with writer(found.history if db is None else db, wait_seconds=5) as conn:
             refresh_snapshot(conn, workspace_id=current_workspace(conn, label), label=label)
     except Exception as exc:  # the run's own failure is what the user must see, not this one
         return f"{type(exc).__name__}: {exc}"

@@ -280,3 +280,32 @@ def test_a_part_over_the_size_cap_is_unreadable_and_the_others_are_served(
         store.close()
     assert state.listed and state.parts[small].readable and not state.parts[large].readable
     assert f"over the {cap:,}-byte cap" in capfd.readouterr().err
+
+
+def test_a_failed_sync_of_a_postgresql_history_still_shows_its_failure_there(
+        pg_database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipelines.materialize import materialize_all
+    from simulator.testing import SimConfig, serve_simulator
+
+    monkeypatch.chdir(tmp_path)
+    with serve_simulator(SimConfig(seed=5, scale="small", clock="driven", control=True, rate_limit=100000)) as sim:
+        monkeypatch.setenv("SCANWATCH_BASE_URL", sim.base_url)
+        monkeypatch.setenv("SCANWATCH_API_KEY", sim.api_key)
+        monkeypatch.setenv("SCANWATCH_DB", pg_database)
+        monkeypatch.delenv("SCANWATCH_SNAPSHOT", raising=False)
+        monkeypatch.delenv("DAGSTER_HOME", raising=False)
+        materialize_all()
+        before = parts(pg_database)[sim.workspace_id]
+        monkeypatch.setenv("SCANWATCH_API_KEY", "rst_" + "0" * 32)  # the key revoked: the account step fails
+        outcome = materialize_all()
+        after = parts(pg_database)[sim.workspace_id]
+    assert not outcome.success and outcome.failed_step == "account"
+
+    def account(doc: dict) -> dict:
+        (row,) = [r for r in doc["tables"]["pipeline"] if r["asset"] == "account"]
+        return row
+
+    assert after[0] > before[0]  # the part rewritten after the failed run, in the history
+    assert account(before[1])["last_run_ok"] == 1 and account(after[1])["last_run_ok"] == 0
+    assert account(after[1])["runs_failure"] == account(before[1])["runs_failure"] + 1
+    assert not list(tmp_path.rglob("*.json"))
