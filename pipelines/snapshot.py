@@ -12,6 +12,7 @@ own part only: a tick of K workspaces costs K builds of one workspace, not K bui
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from dataclasses import dataclass
@@ -119,7 +120,8 @@ def _read(conn: Connection, work: Any) -> Any:
         try:
             return work(session)
         finally:
-            session.execute("ROLLBACK")
+            with contextlib.suppress(Exception):  # a connection lost meanwhile rolled back by itself
+                session.execute("ROLLBACK")
 
 
 def build_part(conn: Connection, *, workspace_id: str | None, label: str | None, now: datetime,
