@@ -29,7 +29,7 @@ from psycopg import conninfo, errors
 from pipelines.history_location import HistoryLocation
 from pipelines.sqlfiles import read_sql
 from pipelines.storage.engines.base import Capabilities, Connection, Engine, HistoryUnavailableError
-from pipelines.storage.engines.sqltext import Statement, split, to_pyformat, words
+from pipelines.storage.engines.sqltext import Statement, split, to_pyformat
 
 CONNECT_TIMEOUT_SECONDS = 10  # unless the URL says otherwise (connect_timeout=...)
 COMPAT_FILE = "storage/postgres_compat.sql"
@@ -39,7 +39,6 @@ VIEWS_ROLE = "scanwatch_views"
 _CATCHING = {"INTEGER": "scanwatch_try_integer", "DOUBLE PRECISION": "scanwatch_try_double",
              "BOOLEAN": "scanwatch_try_boolean", "TIMESTAMPTZ": "scanwatch_try_timestamptz",
              "JSON": "scanwatch_try_json"}
-_REPLACE_VIEW = re.compile(r"^create or replace view (\S+)")
 
 
 def _reason(exc: BaseException, location: HistoryLocation) -> str:
@@ -150,13 +149,8 @@ class PostgresEngine(Engine):
             return conn.raw.execute(to_pyformat(sql, positional=True), list(params))
 
     def run_script(self, conn: Connection, sql: str) -> None:
-        """Each statement in turn; `CREATE OR REPLACE VIEW` replaces a view whatever its columns, as DuckDB
-        does (PostgreSQL only lets a replacement add columns at the end), by dropping it first: a view another
-        view reads is refused rather than dropped along."""
+        """Each statement in turn (migrations carry tables only: views are the views layer's)."""
         for statement in split(sql):
-            replaced = _REPLACE_VIEW.match(" ".join(words(statement.query)[:5]))
-            if replaced:
-                conn.execute(f"DROP VIEW IF EXISTS {_quote(replaced.group(1))}")
             conn.execute(statement.query)
 
     # --- staging
