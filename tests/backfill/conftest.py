@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from simulator.testing import SimConfig, serve_simulator
+from tests.backends import point_at
 
 
 @pytest.fixture(scope="module", params=["duckdb", "postgres"])
@@ -23,11 +24,7 @@ def synced(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
                       else tmp_path_factory.mktemp("backfill") / "history.duckdb")
     with serve_simulator(SimConfig(seed=11, scale="small", clock="driven", rate_limit=100000)) as sim, \
             pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SCANWATCH_BASE_URL", sim.base_url)
-        mp.setenv("SCANWATCH_API_KEY", sim.api_key)
-        mp.setenv("SCANWATCH_DB", str(db))
-        mp.delenv("SCANWATCH_SNAPSHOT", raising=False)
-        mp.delenv("DAGSTER_HOME", raising=False)
+        point_at(mp, sim, db)
         if server is None:
             outcome = materialize_all(console_level="CRITICAL")
             assert outcome.success, outcome.error

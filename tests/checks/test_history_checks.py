@@ -20,11 +20,7 @@ CHECKS = ("issue_ids_unique", "scan_ids_unique", "fixed_exactly_when_fixed_at", 
 @pytest.fixture
 def synced(engine_db: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, dict[str, Any]]]:
     with serve_simulator(SimConfig(seed=5, scale="small", rate_limit=100000)) as sim:
-        monkeypatch.setenv("SCANWATCH_BASE_URL", sim.base_url)
-        monkeypatch.setenv("SCANWATCH_API_KEY", sim.api_key)
-        monkeypatch.setenv("SCANWATCH_DB", engine_db)
-        monkeypatch.delenv("SCANWATCH_SNAPSHOT", raising=False)
-        monkeypatch.delenv("DAGSTER_HOME", raising=False)
+        backends.point_at(monkeypatch, sim, engine_db)
         result = backends.sync_history()
         assert result.success, backends.failure(result)
         yield engine_db, _evaluations(result)

@@ -49,11 +49,7 @@ def synced(pg_server) -> Iterator[Synced]:
     writer = pg_server.url(name)
     with serve_simulator(SimConfig(seed=11, scale="small", clock="driven", rate_limit=100000)) as sim, \
             pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SCANWATCH_BASE_URL", sim.base_url)
-        mp.setenv("SCANWATCH_API_KEY", sim.api_key)
-        mp.setenv("SCANWATCH_DB", writer)
-        mp.delenv("SCANWATCH_SNAPSHOT", raising=False)
-        mp.delenv("DAGSTER_HOME", raising=False)
+        backends.point_at(mp, sim, writer)
         first = backends.sync_history()
         assert first.success, backends.failure(first)
         before = service_truth.walk(sim.base_url, sim.api_key)
