@@ -6,8 +6,13 @@ WITH severities AS (
     SELECT unnest(CAST($severities AS VARCHAR[])) AS severity
     UNION
     SELECT DISTINCT severity FROM _bf_changes
+),
+-- Each project's first change, found once: not once per severity.
+firsts AS (
+    SELECT workspace_id, project_id, min(ts) AS since
+    FROM _bf_changes
+    GROUP BY workspace_id, project_id
 )
-SELECT c.workspace_id, c.project_id, s.severity, min(c.ts) AS since
-FROM _bf_changes AS c
-CROSS JOIN severities AS s
-GROUP BY c.workspace_id, c.project_id, s.severity;
+SELECT f.workspace_id, f.project_id, s.severity, f.since
+FROM firsts AS f
+CROSS JOIN severities AS s;

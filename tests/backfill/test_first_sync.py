@@ -72,3 +72,14 @@ def test_scanwatch_backfill_again_changes_nothing(synced) -> None:
     assert done.returncode == 0, done.stderr
     assert "0 changed" in done.stdout
     assert digest() == before
+
+
+def test_a_backfill_of_a_database_never_synced_is_one_line_and_creates_nothing(pg_database: str) -> None:
+    """A backfill reads what a sync stored: on an empty PostgreSQL database it says so, with the URL masked, and
+    leaves no table behind (it never creates the schema a sync would)."""
+    done = subprocess.run([sys.executable, "-m", "pipelines.cli", "backfill", "--db", pg_database],
+                          capture_output=True, text=True, timeout=120)
+    password = pg_database.split(":")[2].split("@")[0]
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "no history at postgresql://postgres:***@" in done.stderr and password not in done.stderr
+    assert rows(pg_database, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'") == [(0,)]
