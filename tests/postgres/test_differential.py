@@ -1,10 +1,11 @@
 """One world, two engines: the same simulator world synced into a DuckDB history and a PostgreSQL history
 through several rounds of changes, and after each round every table and the metrics snapshot compared.
 
-The syncs are the real assets over HTTP (tests/backends.py `sync_history`), one after the other against a
-driven clock, so both histories read the same world. The snapshot is each history's own: DuckDB's folder of
-parts, PostgreSQL's `snapshot_parts` rows, written by `refresh_snapshot` as a workspace's run writes them, and
-also built again at one fixed instant so that every age and SLA state can be compared to the second. What
+The syncs are `scanwatch sync`'s (every asset over HTTP, the first sync's reconstruction and the history
+checks), one after the other against a driven clock, so both histories read the same world. The snapshot is
+each history's own, as the snapshot asset wrote it: DuckDB's folder of parts, PostgreSQL's `snapshot_parts`
+rows; it is also built again at one fixed instant so that every age and SLA state can be compared to the
+second. What
 scanwatch's own clock decides (when it looked, how long a run took, what it cost) is left aside, as
 tests/history_dump.py leaves it aside in the tables.
 """
@@ -21,11 +22,9 @@ import psycopg
 import pytest
 
 from exporters.snapshot_format import parse_snapshot
-from pipelines.snapshot import build_snapshot, refresh_snapshot
+from pipelines.snapshot import build_snapshot
 from pipelines.storage import connect
-from pipelines.storage.workspaces import current_workspace
 from simulator.testing import SimConfig, serve_simulator
-from tests.backends import failure, sync_history
 from tests.history_dump import diff, dump_history
 
 # Per snapshot table, the columns scanwatch's clock decides: when it looked, when its runs ended, what they
@@ -70,14 +69,14 @@ def world() -> Iterator[Any]:
         yield sim
 
 
-def sync_and_snapshot(db: str, monkeypatch: pytest.MonkeyPatch, *, snapshot: Path | None,
-                      full_reconcile: bool) -> None:
-    """A sync of the ingestion assets, then the workspace's part written to the history's own store."""
+def sync(db: str, monkeypatch: pytest.MonkeyPatch, *, full_reconcile: bool) -> None:
+    """`scanwatch sync` of the history `db`: every asset (the snapshot's and the first sync's reconstruction
+    included) and the history checks; the snapshot goes to the history's own store."""
+    from pipelines.materialize import materialize_all
+
     monkeypatch.setenv("SCANWATCH_DB", db)
-    result = sync_history(full_reconcile=full_reconcile)
-    assert result.success, failure(result)
-    with connect(db) as conn:
-        refresh_snapshot(conn, workspace_id=current_workspace(conn, None), label=None, path=snapshot)
+    outcome = materialize_all(full_reconcile=full_reconcile)
+    assert outcome.success and not outcome.failed_checks, (outcome.failed_step, outcome.error, outcome.failed_checks)
 
 
 def differences(duck: str, pg: str, folder: Path, at: datetime) -> dict[str, Any]:
@@ -111,8 +110,8 @@ def run_rounds(world: Any, tmp_path: Path, pg_url: str, monkeypatch: pytest.Monk
             world.run_round(1.0 if n % 2 else 0.5)  # new, fixed, reopened and re-severitied issues each round
             world.advance(3600)
         full = n == rounds  # the last round reads every project, as the periodic full reconcile does
-        sync_and_snapshot(duck, monkeypatch, snapshot=folder, full_reconcile=full)
-        sync_and_snapshot(pg_url, monkeypatch, snapshot=None, full_reconcile=full)
+        sync(duck, monkeypatch, full_reconcile=full)
+        sync(pg_url, monkeypatch, full_reconcile=full)
         at = datetime.fromtimestamp(world.now(), UTC)
         assert differences(duck, pg_url, folder, at) == {}, f"round {n}"
 

@@ -104,6 +104,9 @@ class Engine:
         """The same history on a connection whose transactions never touch one the caller holds open."""
         raise NotImplementedError
 
+    def grant_views(self, conn: Connection, views: Sequence[str]) -> None:
+        """Let the views layer's readers read `views` (called whenever the writer opens the history)."""
+
 
 class Connection:
     """One open history: the driver's connection and the engine that speaks to it.
