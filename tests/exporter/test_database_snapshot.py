@@ -253,8 +253,9 @@ def test_a_sync_of_a_postgresql_history_writes_its_part_there_and_no_folder(
         monkeypatch.delenv("DAGSTER_HOME", raising=False)
         outcome = materialize_all()
         workspace = sim.workspace_id
+    assert outcome.success, (outcome.failed_step, outcome.error)
     held = parts(pg_database)
-    assert list(held) == [workspace], (outcome.failed_step, held.keys())
+    assert list(held) == [workspace], held.keys()
     doc = held[workspace][1]
     assert doc["workspace_id"] == workspace and doc["tables"]["issue_severity"]
     assert {r["asset"] for r in doc["tables"]["pipeline"]} >= {"account", "projects", "scans", "issues"}
