@@ -25,6 +25,7 @@ from exporters.snapshot_format import parse_snapshot
 from pipelines.snapshot import build_snapshot
 from pipelines.storage import connect
 from simulator.testing import SimConfig, serve_simulator
+from tests.backends import point_at
 from tests.history_dump import diff, dump_history
 
 # Per snapshot table, the columns scanwatch's clock decides: when it looked, when its runs ended, what they
@@ -69,12 +70,12 @@ def world() -> Iterator[Any]:
         yield sim
 
 
-def sync(db: str, monkeypatch: pytest.MonkeyPatch, *, full_reconcile: bool) -> None:
-    """`scanwatch sync` of the history `db`: every asset (the snapshot's and the first sync's reconstruction
-    included) and the history checks; the snapshot goes to the history's own store."""
+def sync(world: Any, db: str, monkeypatch: pytest.MonkeyPatch, *, full_reconcile: bool) -> None:
+    """`scanwatch sync` of `world` into the history `db`: every asset (the snapshot's and the first sync's
+    reconstruction included) and the history checks; the snapshot goes to the history's own store."""
     from pipelines.materialize import materialize_all
 
-    monkeypatch.setenv("SCANWATCH_DB", db)
+    point_at(monkeypatch, world, db)
     outcome = materialize_all(full_reconcile=full_reconcile)
     assert outcome.success and not outcome.failed_checks, (outcome.failed_step, outcome.error, outcome.failed_checks)
 
@@ -101,17 +102,13 @@ def differences(duck: str, pg: str, folder: Path, at: datetime) -> dict[str, Any
 
 def run_rounds(world: Any, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch, rounds: int) -> None:
     duck, folder = str(tmp_path / "history.duckdb"), tmp_path / "scanwatch-metrics.json"
-    monkeypatch.setenv("SCANWATCH_BASE_URL", world.base_url)
-    monkeypatch.setenv("SCANWATCH_API_KEY", world.api_key)
-    monkeypatch.delenv("SCANWATCH_SNAPSHOT", raising=False)
-    monkeypatch.delenv("DAGSTER_HOME", raising=False)
     for n in range(rounds + 1):
         if n:
             world.run_round(1.0 if n % 2 else 0.5)  # new, fixed, reopened and re-severitied issues each round
             world.advance(3600)
         full = n == rounds  # the last round reads every project, as the periodic full reconcile does
-        sync(duck, monkeypatch, full_reconcile=full)
-        sync(pg_url, monkeypatch, full_reconcile=full)
+        sync(world, duck, monkeypatch, full_reconcile=full)
+        sync(world, pg_url, monkeypatch, full_reconcile=full)
         at = datetime.fromtimestamp(world.now(), UTC)
         assert differences(duck, pg_url, folder, at) == {}, f"round {n}"
 
