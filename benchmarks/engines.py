@@ -27,8 +27,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 RAISED = 1_000_000
 
 
-def _child() -> int:
-    """One sync in this process: the ingestion assets and the checks, from the environment; prints metadata."""
+def _child(workspace: str = "default") -> int:
+    """One sync in this process: the ingestion assets and the checks of `workspace` (its name in
+    SCANWATCH_WORKSPACES_FILE, or default), from the environment; prints metadata."""
     import dagster as dg
 
     from pipelines.assets import ALL_ASSETS
@@ -40,7 +41,7 @@ def _child() -> int:
             [*ALL_ASSETS, *history_checks], resources=default_resources(), instance=instance,
             selection=dg.AssetSelection.all() - dg.AssetSelection.assets("metrics_snapshot"),
             run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
-            raise_on_error=False, partition_key="default")
+            raise_on_error=False, partition_key=workspace)
         metadata = {}
         for event in result.get_asset_materialization_events():
             mat = event.event_specific_data.materialization
@@ -156,11 +157,12 @@ def measure(scale: str, repeats: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--workspace", default="default", help=argparse.SUPPRESS)
     parser.add_argument("--scale", default="large")
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
     if args.child:
-        return _child()
+        return _child(args.workspace)
     result = measure(args.scale, args.repeats)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "engines.json").write_text(json.dumps(result, indent=2))
