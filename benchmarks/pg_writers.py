@@ -14,7 +14,9 @@ Per K: the wall from the start of the first to the end of the last, each process
 the service counted (429s included) against the minimum the worlds need (benchmarks/oracle.py, walked once on
 an unlimited copy of the same worlds), and the server's lock waits: every 0.1 s, the backends of the
 database waiting on a heavyweight lock (`pg_stat_activity.wait_event_type = 'Lock'`), by lock type. A sample
-is a backend seen waiting; samples x 0.1 s approximates the time spent waiting.
+is a backend seen waiting; samples x 0.1 s approximates the time spent waiting. And the CPU seconds of the
+sync processes, of the simulator and of the server (its backends included): over the wall, the cores the
+run kept busy, which tells a host's two cores running out from the syncs waiting on something.
 
 Prints a table and writes `benchmarks/results/pg_writers.json`. Timings are reported, never asserted.
 """
@@ -103,6 +105,32 @@ class LockWaits:
                 "approx_seconds_waited": round(sum(self.samples.values()) * SAMPLE_SECONDS, 1)}
 
 
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, reaped: bool = True) -> float:
+    """CPU seconds a process has used (user and system), with those of the children it reaped (0 once gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15 if reaped else 13]) / TICKS
+
+
+def server_cpu_seconds(data_dir: Path) -> float:
+    """The PostgreSQL server's CPU seconds so far: the postmaster with the backends it reaped, and the live ones."""
+    postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+    total = cpu_seconds(postmaster)
+    for status in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = status.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # a backend that ended meanwhile: the postmaster's reaped time has it
+        if fields[1] == str(postmaster):
+            total += cpu_seconds(int(status.parent.name), reaped=False)
+    return total
+
+
 def run_syncs(base_url: str, keys: list[str], db: str, whole: bool) -> dict:
     """K sync processes started together; each one's wall, and the wall of them all."""
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -164,8 +192,13 @@ def measure(counts: list[int], scale: str, limit: int, window: float, whole: boo
                 sim.wait_for_window()  # every key starts with a fresh budget
                 load_before = _load()
                 before = sim.request_count()
+                cpu_before = cpu_seconds(sim.proc.pid), server_cpu_seconds(server.data_dir)
                 with LockWaits(db) as waits:
                     row = run_syncs(sim.base_url, sim.keys[:k], db, whole)
+                row["simulator_cpu_seconds"] = round(cpu_seconds(sim.proc.pid) - cpu_before[0], 1)
+                row["server_cpu_seconds"] = round(server_cpu_seconds(server.data_dir) - cpu_before[1], 1)
+                row["busy_cores"] = round((row["cpu_seconds"] + row["simulator_cpu_seconds"]
+                                           + row["server_cpu_seconds"]) / row["wall_seconds"], 2)
                 synced = int(server.psql("SELECT count(DISTINCT workspace_id) FROM issues", name))
                 if synced != k:
                     raise RuntimeError(f"{k} syncs left issues of {synced} workspaces")
@@ -206,12 +239,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{result['command']} per process, {args.scale} worlds, {result['schema']} database, "
           f"{result['rate_limit']} (a workspace's limit alone takes {result['floor_seconds_per_workspace']} s); "
           "K = 1 first and last, ratios to their mean")
-    print("K | wall | ratio to K = 1 | process walls (min / max) | CPU of the syncs | requests / minimum | "
+    print("K | wall | ratio to K = 1 | process walls (min / max) | CPU of the syncs / simulator / server "
+          "(cores kept busy) | requests / minimum | "
           "lock-wait samples (by type; most at once) | load before -> after")
     for r in result["rows"]:
         w, p = r["lock_waits"], r["process_seconds"]
         print(f"{r['workspaces']} | {r['wall_seconds']} s | {r['ratio_to_one']} x | {p['min']} / {p['max']} s | "
-              f"{r['cpu_seconds']} s | {r['requests']} / {r['minimum']} ({r['requests_over_minimum']} x) | "
+              f"{r['cpu_seconds']} / {r['simulator_cpu_seconds']} / {r['server_cpu_seconds']} s "
+              f"({r['busy_cores']}) | {r['requests']} / {r['minimum']} ({r['requests_over_minimum']} x) | "
               f"{w['samples']} ({w['by_lock_type'] or '-'}; {w['most_at_once']}) | "
               f"{r['load_before']} -> {r['load_after']}")
     return 0
