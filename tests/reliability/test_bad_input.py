@@ -67,7 +67,7 @@ REFUSED_SETTINGS = [
 # Each of these waits through the client's retries (seconds of backoff): run at once, through the CLI, below.
 UNREACHABLE = [
     ("http://127.0.0.1:1/v1", "SCANWATCH_BASE_URL"),  # nothing listens there
-    ("http://host with spaces.invalid/v1", "SCANWATCH_BASE_URL"),
+    ("http://no-such-host.invalid/v1", "SCANWATCH_BASE_URL"),  # a name that never resolves (RFC 2606)
     ("http://127.0.0.1:99999/v1", "SCANWATCH_BASE_URL"),  # no such port
 ]
 # The plan gate: the service answers 402 and the line names the plan to move to.
