@@ -30,11 +30,11 @@ import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.sampling import Sampler
 from benchmarks.sim import SimProcess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,32 +71,25 @@ def start_sync(env: dict[str, str], name: str, whole: bool) -> subprocess.Popen[
                             stderr=subprocess.PIPE, text=True)
 
 
-class LockWaits:
+class LockWaits(Sampler):
     """Backends of one database seen waiting on a heavyweight lock, sampled every 0.1 s while it runs."""
+
+    interval = SAMPLE_SECONDS
 
     def __init__(self, url: str) -> None:
         import psycopg
 
+        super().__init__()
         self.conn = psycopg.connect(url, autocommit=True, application_name="bench-sampler")
         self.samples: Counter[str] = Counter()
         self.most_at_once = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            rows = self.conn.execute(WAITING).fetchall()
-            self.samples.update(kind for (kind,) in rows)
-            self.most_at_once = max(self.most_at_once, len(rows))
-            self._stop.wait(SAMPLE_SECONDS)
+    def sample(self) -> None:
+        rows = self.conn.execute(WAITING).fetchall()
+        self.samples.update(kind for (kind,) in rows)
+        self.most_at_once = max(self.most_at_once, len(rows))
 
-    def __enter__(self) -> LockWaits:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def close(self) -> None:
         self.conn.close()
 
     def summary(self) -> dict:
