@@ -64,14 +64,15 @@ def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False
 
 def panel(kind: str, title: str, targets: list[dict], *, unit: str = "short", description: str = "",
           options: dict | None = None, custom: dict | None = None, overrides: list | None = None,
-          transformations: list | None = None, thresholds: list | None = None, mappings: list | None = None) -> dict:
+          transformations: list | None = None, thresholds: list | None = None, mappings: list | None = None,
+          datasource: dict = DS) -> dict:
     defaults: dict = {"unit": unit}
     if custom:
         defaults["custom"] = custom
     defaults["thresholds"] = {"mode": "absolute", "steps": thresholds or [{"color": "green", "value": None}]}
     if mappings:
         defaults["mappings"] = mappings
-    p = {"type": kind, "title": title, "description": description, "datasource": DS, "targets": targets,
+    p = {"type": kind, "title": title, "description": description, "datasource": datasource, "targets": targets,
          "fieldConfig": {"defaults": defaults, "overrides": overrides or []}, "options": options or {}}
     if transformations:
         p["transformations"] = transformations
@@ -350,6 +351,77 @@ def project() -> dict:
 # Grafana's templates cannot query Prometheus, so its alert instances carry the details as labels. The
 # commit is cut from the location (label_replace) because it moves at every scan of a repository and a new
 # label set would be a new alert; the dashboard panel shows the current commit.
+# The history dashboard: Grafana's built-in PostgreSQL data source on a PostgreSQL history, provisioned as
+# provisioning/datasources/scanwatch-history.yml. Each panel's SQL is one file of sql/grafana/ reading the views
+# layer, the rules the cookbook and /metrics read.
+HISTORY_DATASOURCE_UID = "scanwatch-history"
+PG_DS = {"type": "grafana-postgresql-datasource", "uid": HISTORY_DATASOURCE_UID}
+HISTORY_SQL = HERE.parent / "sql" / "grafana"
+
+
+def history_sql(name: str) -> str:
+    return (HISTORY_SQL / f"{name}.sql").read_text().strip() + "\n"
+
+
+def sql_target(name: str, ref: str = "A") -> dict:
+    return {"datasource": PG_DS, "refId": ref, "rawSql": history_sql(name), "format": "table", "rawQuery": True,
+            "editorMode": "code"}
+
+
+def sql_table(title: str, name: str, *, description: str, overrides: list | None = None) -> dict:
+    return panel("table", title, [sql_target(name)], description=description, datasource=PG_DS,
+                 options={"showHeader": True, "cellHeight": "sm"}, overrides=overrides)
+
+
+def sql_count(title: str, name: str, *, description: str, thresholds: list | None = None) -> dict:
+    """A stat counting the rows of a table panel's query: one query, one home for its rule."""
+    opts = {"reduceOptions": {"calcs": ["count"], "fields": "/^issue_id$/", "values": False}, "colorMode": "value",
+            "graphMode": "none", "textMode": "value"}
+    return panel("stat", title, [sql_target(name)], description=description, datasource=PG_DS, options=opts,
+                 thresholds=thresholds)
+
+
+def _unit(column: str, unit: str) -> dict:
+    return {"matcher": {"id": "byName", "options": column}, "properties": [{"id": "unit", "value": unit}]}
+
+
+def history() -> dict:
+    lay = Layout()
+    workspace = {"name": "workspace", "label": "Workspace", "type": "query", "datasource": PG_DS,
+                 "query": history_sql("workspaces"), "definition": history_sql("workspaces"), "refresh": 1,
+                 "regex": "", "sort": 1, "multi": True, "includeAll": True, "current": {}, "hide": 0, "options": []}
+    lay.row("Now")
+    lay.add(sql_count("Open critical", "open_critical", thresholds=RED_AT_1,
+                      description="Critical issues open and visible now (open_issues_now)."), 8, 4)
+    lay.add(sql_count("SLA breached", "sla_breaches", thresholds=RED_AT_1,
+                      description="Open issues older than their severity's SLA (issue_sla, policy sla_policy)."), 8, 4)
+    lay.add(sql_count("Reopened in range", "regressions",
+                      thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": 1}],
+                      description="Issues that came back after a fix within the time range (reopenings)."), 8, 4)
+    lay.add(sql_table("Open critical issues", "open_critical", description=(
+        "Every open critical issue with its title, address and location: text a Prometheus label must not "
+        "carry, read here from the history itself."), overrides=[_unit("first_seen", "dateTimeAsIso")]), 24, 8)
+    lay.add(sql_table("SLA breaches", "sla_breaches", description=(
+        "Open issues past their SLA now, most overdue first; the same rule as secscan_issues_sla_breached and "
+        "the cookbook's sla_breaches."), overrides=[_unit("overdue", "s"), _unit("first_seen", "dateTimeAsIso")]),
+        24, 8)
+    lay.row("Over the time range")
+    lay.add(sql_table("Time to fix by project", "time_to_fix_by_project", description=(
+        "Issues fixed within the time range, per project: how many, and the mean, median and p90 time from "
+        "first seen to fixed (the fix_times sample /metrics counts)."),
+        overrides=[_unit(c, "s") for c in ("mean", "p50", "p90")]), 12, 8)
+    lay.add(sql_table("Regressions", "regressions", description=(
+        "Issues that came back after a fix within the time range, how often, and where they stand now."),
+        overrides=[_unit("last_reopened", "dateTimeAsIso")]), 12, 8)
+    dash = dashboard("scanwatch-history", "scanwatch: history (PostgreSQL)",
+                     "What the PostgreSQL history holds beyond the metrics: each open critical issue's text, SLA "
+                     "breaches, time to fix per project and regressions.", [workspace], lay,
+                     [{"title": "Overview", "type": "link", "url": "/d/scanwatch-overview", "icon": "dashboard",
+                       "includeVars": True, "keepTime": True}])
+    dash["time"] = {"from": "now-30d", "to": "now"}
+    return dash
+
+
 GRAFANA_NEW_CRITICAL = (
     'max by (workspace, project_id, project, issue_id, address, title, family, control_id, location, first_seen, '
     'change, from_severity, detected_at) (label_replace(secscan_critical_issue_new, "location", "$1", "location", '
@@ -453,6 +525,7 @@ def outputs() -> dict[Path, str]:
     return {
         HERE / "dashboards" / "scanwatch-overview.json": json.dumps(overview(), indent=2) + "\n",
         HERE / "dashboards" / "scanwatch-project.json": json.dumps(project(), indent=2) + "\n",
+        HERE / "dashboards" / "scanwatch-history.json": json.dumps(history(), indent=2) + "\n",
         HERE / "provisioning" / "alerting" / "scanwatch-alerts.yml":
             header + yaml.dump(grafana_alert_rules(), Dumper=_Readable, sort_keys=False, width=120, allow_unicode=True),
     }

@@ -107,11 +107,8 @@ def _on_postgres(location: Any, sql: str, timeout: float | None, workspace: str 
                  ) -> tuple[list[str], list[tuple[Any, ...]]]:
     from pipelines.storage.postgres_read import Refused, execute
 
-    if workspace is not None:
-        raise ReadRefused("--workspace is not available on a PostgreSQL history yet: add "
-                          "WHERE workspace_id = '...' to the query (accounts lists the workspaces)")
     try:
-        return execute(location, sql, timeout=timeout)
+        return execute(location, sql, timeout=timeout, workspace=workspace)
     except Refused as exc:
         raise ReadRefused(str(exc), EXIT_BUSY if exc.busy else EXIT_ERROR) from None
 

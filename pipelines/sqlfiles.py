@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines import milestones
+from pipelines import milestones, vocabulary
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _INSTALLED = _PACKAGE_DIR / "_sql"
@@ -104,6 +104,19 @@ def _parse_header(text: str) -> dict[str, str]:
     return fields
 
 
+# `/* each severity: EXPR, */` in a cookbook file: EXPR once per severity of the vocabulary, worst first, with
+# `{severity}` standing for its name. A column per severity is the one thing a query's text cannot say in SQL
+# that both engines run (DuckDB's PIVOT makes columns from rows; PostgreSQL has no such statement), and the
+# severities have one home (pipelines/vocabulary.py). Run as it stands, a file simply lacks those columns.
+_EACH_SEVERITY = re.compile(r"/\*\s*each severity:\s*(.*?)\s*\*/", re.DOTALL)
+
+
+def expand_severities(text: str) -> str:
+    """`text` with each `/* each severity: ... */` written out for every severity."""
+    return _EACH_SEVERITY.sub(
+        lambda m: " ".join(m.group(1).replace("{severity}", name) for name in vocabulary.SEVERITIES), text)
+
+
 _COOKBOOK_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -127,5 +140,6 @@ def cookbook() -> dict[str, CookbookQuery]:
         text = path.read_text(encoding="utf-8")
         header = _parse_header(text)
         name = header.get("name") or path.stem
-        queries[name] = CookbookQuery(name=name, description=header.get("description", ""), sql=text)
+        queries[name] = CookbookQuery(name=name, description=header.get("description", ""),
+                                      sql=expand_severities(text))
     return queries

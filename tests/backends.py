@@ -114,6 +114,16 @@ def differences(got: dict[str, list[tuple]], want: dict[str, list[tuple]]) -> di
     return out
 
 
+def point_at(mp: Any, sim: Any, db: str | Path) -> None:
+    """The environment `scanwatch sync` reads, set with the monkeypatch `mp`: the simulator `sim`'s workspace,
+    into the history `db`, with no snapshot folder or Dagster home of the machine's."""
+    mp.setenv("SCANWATCH_BASE_URL", sim.base_url)
+    mp.setenv("SCANWATCH_API_KEY", sim.api_key)
+    mp.setenv("SCANWATCH_DB", str(db))
+    mp.delenv("SCANWATCH_SNAPSHOT", raising=False)
+    mp.delenv("DAGSTER_HOME", raising=False)
+
+
 def sync_history(*, full_reconcile: bool = False, workspace: str = "default") -> Any:
     """One run of the ingestion assets and the history checks, as `scanwatch sync` runs them, from the
     environment (`SCANWATCH_DB` and the service's variables): everything but the metrics snapshot, whose

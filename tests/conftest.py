@@ -10,6 +10,8 @@ import os
 
 import pytest
 
+from tests.figures import FIGURES, NOTES
+
 SOAK = os.environ.get("SCANWATCH_SOAK") == "1"
 
 
@@ -20,6 +22,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its figures to the controller, which prints the one report."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["scanwatch_figures"] = dict(FIGURES)
+        output["scanwatch_notes"] = NOTES[-30:]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    output = getattr(node, "workeroutput", {})
+    FIGURES.update(output.get("scanwatch_figures", {}))
+    NOTES.extend(output.get("scanwatch_notes", []))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if not FIGURES:
+        return
+    terminalreporter.section("scanwatch reliability figures")
+    for key in sorted(FIGURES):
+        terminalreporter.write_line(f"{key:<48} {FIGURES[key]}")
+    for note in NOTES[-30:]:
+        terminalreporter.write_line(f"  {note}")
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
-"""Reconstruction in DuckDB: the days before scanwatch first observed a workspace.
+"""Reconstruction: the days before scanwatch first observed a workspace, on either engine of the history.
 
-DuckDB computes everything set-based (`sql/backfill/`); this module only orders the steps. The same temp
+The database computes everything set-based (`sql/backfill/`, SQL that DuckDB and PostgreSQL both run); this
+module only orders the steps. The same temp
 tables answer "state at these instants" for the daily rows here and for any step in `tsdb`, so a day's
 row and the Prometheus sample at the midnight ending it come from one computation.
 """
@@ -11,9 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-import duckdb
-
 from pipelines.sqlfiles import execute_file, read_sql, transaction
+from pipelines.storage.engines import as_connection
 from pipelines.storage.entities import SEVERITIES
 from pipelines.vocabulary import history_days_params
 
@@ -43,14 +43,15 @@ def _sql(name: str) -> str:
     return read_sql(f"backfill/{name}.sql")
 
 
-def _stage(conn: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None) -> None:
+def _stage(conn: Any, name: str, params: dict[str, Any] | None = None) -> None:
     """Run `sql/backfill/<name>.sql`, which makes one `_bf_*` temp table or view."""
-    conn.execute(_sql(name), params or {})
+    execute_file(conn, f"backfill/{name}.sql", params)
 
 
-def prepare(conn: duckdb.DuckDBPyConnection, workspace_id: str) -> None:
+def prepare(conn: Any, workspace_id: str) -> None:
     """Stage one workspace's issue changes and scored scans; bounded by issues and scans, not by days."""
     ws = {"workspace_id": workspace_id}
+    drop_temp(conn)  # another workspace's, staged on this connection before (PostgreSQL's views hold their tables)
     _stage(conn, "issue_changes", ws)
     _stage(conn, "open_running")
     _stage(conn, "open_cells", {"severities": list(SEVERITIES)})
@@ -60,12 +61,12 @@ def prepare(conn: duckdb.DuckDBPyConnection, workspace_id: str) -> None:
     _stage(conn, "scores_at")
 
 
-def set_instants(conn: duckdb.DuckDBPyConnection, start: datetime, stop: datetime, step: timedelta) -> None:
+def set_instants(conn: Any, start: datetime, stop: datetime, step: timedelta) -> None:
     """The instants the `_bf_open_at` and `_bf_scores_at` views answer for: start, start + step, ... < stop."""
     _stage(conn, "instants", {"start": start, "stop": stop, "step_seconds": int(step.total_seconds())})
 
 
-def bounds(conn: duckdb.DuckDBPyConnection, workspace_id: str) -> tuple[datetime | None, date | None, date | None]:
+def bounds(conn: Any, workspace_id: str) -> tuple[datetime | None, date | None, date | None]:
     """(first observation, first day to rebuild, last day to rebuild), after `prepare`."""
     rows = conn.execute(_sql("bounds"), {"workspace_id": workspace_id, **history_days_params()}).fetchall()
     if not rows:
@@ -80,7 +81,7 @@ def midnight(day: date) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
-def reconstruct_workspace(conn: duckdb.DuckDBPyConnection, workspace_id: str, *, now: datetime) -> Reconstruction:
+def reconstruct_workspace(conn: Any, workspace_id: str, *, now: datetime) -> Reconstruction:
     """Rebuild one workspace's days before its first observation, in one transaction, changing only what moved.
 
     A re-run on the same history computes the same rows, so it deletes, inserts and records nothing.
@@ -88,13 +89,15 @@ def reconstruct_workspace(conn: duckdb.DuckDBPyConnection, workspace_id: str, *,
     ws = {"workspace_id": workspace_id}
     try:
         with transaction(conn):
+            # Two syncs of one workspace finishing at once take turns here, as their merges do.
+            as_connection(conn).engine.lock_workspace(as_connection(conn), workspace_id)
             prepare(conn, workspace_id)
             first_observed_at, first_day, last_day = bounds(conn, workspace_id)
             if first_day is not None and last_day is not None:
                 set_instants(conn, midnight(first_day) + DAY, midnight(last_day) + 2 * DAY, DAY)
             _stage(conn, "daily_scores", ws)
             _stage(conn, "daily_open_issues")
-            changed = sum(conn.execute(_sql(name), ws).fetchall()[0][0] for name in (
+            changed = sum(conn.execute(_sql(name), ws).rowcount for name in (
                 "delete_stale_scores", "insert_new_scores", "delete_stale_open_issues", "insert_new_open_issues"))
             score_rows, open_rows = conn.execute(_sql("new_rows")).fetchall()[0]
             first_time = not conn.execute(_sql("reconstructed_before"), ws).fetchall()[0][0]
@@ -109,16 +112,16 @@ def reconstruct_workspace(conn: duckdb.DuckDBPyConnection, workspace_id: str, *,
     return Reconstruction(workspace_id, first_day, last_day, score_rows, open_rows, changed, recorded)
 
 
-def drop_temp(conn: duckdb.DuckDBPyConnection) -> None:
+def drop_temp(conn: Any) -> None:
     execute_file(conn, "backfill/drop_temp.sql")
 
 
-def workspaces(conn: duckdb.DuckDBPyConnection) -> list[tuple[str, bool]]:
+def workspaces(conn: Any) -> list[tuple[str, bool]]:
     """(workspace_id, reconstructed before) for every workspace scanwatch has observed."""
     return [(ws, bool(done)) for ws, done in conn.execute(_sql("workspaces")).fetchall()]
 
 
-def reconstruct(conn: duckdb.DuckDBPyConnection, *, now: datetime | None = None,
+def reconstruct(conn: Any, *, now: datetime | None = None,
                 only_new: bool = False) -> list[Reconstruction]:
     """Reconstruct every observed workspace (`only_new`: those never reconstructed, as after a first sync)."""
     now = now or datetime.now(UTC)

@@ -29,8 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-import duckdb
+from typing import Any
 
 from pipelines import milestones
 from pipelines.backfill import reconstruct as rc
@@ -103,7 +102,7 @@ def _floor(moment: datetime, step: timedelta) -> datetime:
     return datetime.fromtimestamp(math.floor(moment.timestamp() / seconds) * seconds, tz=UTC)
 
 
-def write_series(conn: duckdb.DuckDBPyConnection, plan: Plan, path: Path) -> Outcome:
+def write_series(conn: Any, plan: Plan, path: Path) -> Outcome:
     """Every observed workspace's past, as one OpenMetrics file; holds one chunk of steps at a time."""
     outcome = Outcome()
     steps_per_chunk = max(168, math.ceil(timedelta(days=1) / plan.step))
@@ -245,7 +244,7 @@ def _move_blocks(source: Path, data_dir: Path) -> list[str]:
     return moved
 
 
-def backfill(conn: duckdb.DuckDBPyConnection, plan: Plan) -> Outcome:
+def backfill(conn: Any, plan: Plan) -> Outcome:
     """Write the past as blocks into `plan.data_dir`; returns what was written."""
     promtool = find_tool(plan.promtool)
     prometheus = find_tool(plan.prometheus) if plan.rule_files else None

@@ -8,34 +8,42 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", type=Path, help="DuckDB history file (default: SCANWATCH_DB or data/scanwatch.duckdb)")
+    parser.add_argument("--db", help="the history: a DuckDB file or a postgresql:// URL (default: SCANWATCH_DB or "
+                                     "data/scanwatch.duckdb)")
 
 
-def open_history(given: Path | None, command: str):
-    """The history, opened for writing, or None after one line saying why not (none yet, or a sync holds it).
+def open_history(given: str | None, command: str):
+    """The history, opened for writing, or None after one line saying why not (none yet, a sync holds the DuckDB
+    file, the PostgreSQL server cannot be used).
 
     A backfill reads what a sync stored; it never calls the service, so there must be a history already.
     """
     from pipelines import settings
-    from pipelines.storage.db import HistoryLockedError, connect
+    from pipelines.credentials import ConfigError
+    from pipelines.history_location import HistoryLocation
+    from pipelines.storage.db import HistoryLockedError, connect, reader, schema_version
+    from pipelines.storage.engines import HistoryUnavailableError
 
-    history = settings.Settings.load().history if given is None else None
-    if history is not None and history.is_postgres:
-        print(f"scanwatch {command}: the past is not rebuilt in a PostgreSQL history yet ({history.masked}); "
-              "docs/postgres.md says what runs there today", file=sys.stderr)
-        return None
-    path = given if given is not None else history.path
-    if not path.is_file():
-        print(f"scanwatch {command}: no history at {path}: run 'scanwatch sync' first (or set SCANWATCH_DB / --db)",
-              file=sys.stderr)
+    try:
+        location = settings.Settings.load().history if given is None else HistoryLocation.parse(given, "--db")
+    except ConfigError as exc:
+        print(f"scanwatch {command}: {exc}", file=sys.stderr)
         return None
     try:
-        return connect(path)
-    except HistoryLockedError as exc:
+        if location.is_postgres:
+            with reader(location) as conn:
+                synced = schema_version(conn) > 0
+        else:
+            synced = location.path.is_file()
+        if not synced:
+            print(f"scanwatch {command}: no history at {location.masked}: run 'scanwatch sync' first (or set "
+                  "SCANWATCH_DB / --db)", file=sys.stderr)
+            return None
+        return connect(location)
+    except (HistoryLockedError, HistoryUnavailableError) as exc:
         print(f"scanwatch {command}: {exc}", file=sys.stderr)
         return None
 

@@ -87,7 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--promtool", default="promtool", help="promtool binary (default: from PATH)")
     parser.add_argument("--prometheus", default="prometheus",
                         help="prometheus binary, run briefly over the new blocks to evaluate the rules")
-    parser.add_argument("--db", type=Path, help="DuckDB history file (default: SCANWATCH_DB or data/scanwatch.duckdb)")
+    parser.add_argument("--db", help="the history: a DuckDB file or a postgresql:// URL (default: SCANWATCH_DB or "
+                                     "data/scanwatch.duckdb)")
 
 
 def run(args: argparse.Namespace) -> int:

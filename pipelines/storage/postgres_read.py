@@ -9,6 +9,9 @@ DuckDB, kept with PostgreSQL's own means.
 - The server checks it again: the query runs in a READ ONLY transaction that is rolled back, with a
   statement timeout, a lock timeout (a reader never queues behind a migration) and an idle timeout. MVCC
   means it never waits for a sync's merge, and a sync never waits for it.
+- `--workspace`: the transaction first creates the temporary views of one workspace's rows
+  (`workspace_scope.py`), then turns READ ONLY before the user's statement runs (PostgreSQL lets a transaction
+  become read-only at any point, never the reverse); the rollback drops the views with it.
 - The role does the rest: give readers a role that can only SELECT (docs/operations.md), so even a function
   this list does not know can do no more than read.
 """
@@ -85,13 +88,32 @@ def _check(sql: str) -> str:
     return statement
 
 
+def _scope(conn: Any, workspace: str) -> None:
+    """The temporary views of one workspace's rows, made before the transaction turns read-only."""
+    from pipelines.workspace_scope import UnknownWorkspaceError, scope_to_workspace
+
+    try:
+        scope_to_workspace(conn, workspace)
+    except UnknownWorkspaceError as exc:
+        raise Refused(str(exc)) from None
+    except errors.ReadOnlySqlTransaction:
+        raise Refused("--workspace needs a server that takes temporary views: this one only reads (a hot standby); "
+                      "point SCANWATCH_DB at the primary, or add WHERE workspace_id = '...' to the query") from None
+    except errors.InsufficientPrivilege as exc:
+        raise Refused(f"--workspace shows one workspace through temporary views, and the role of SCANWATCH_DB may "
+                      f"not create them ({_first_line(exc, conn.location)}): grant it TEMPORARY on the "
+                      "database") from None
+
+
 def _first_line(exc: BaseException, location: HistoryLocation) -> str:
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     return location.scrub(lines[0] if lines else type(exc).__name__)
 
 
-def execute(location: HistoryLocation, sql: str, *, timeout: float | None) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run one read statement in a READ ONLY transaction that is rolled back."""
+def execute(location: HistoryLocation, sql: str, *, timeout: float | None,
+            workspace: str | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run one read statement in a READ ONLY transaction that is rolled back; with `workspace`, every table
+    and view of the history shows that workspace's rows."""
     statement = _check(sql)
     try:
         conn = POSTGRES.open(location, writer=False)
@@ -99,10 +121,13 @@ def execute(location: HistoryLocation, sql: str, *, timeout: float | None) -> tu
         raise Refused(str(exc)) from None
     raw = conn.raw
     try:
-        raw.execute("BEGIN TRANSACTION READ ONLY")
+        raw.execute("BEGIN" if workspace is not None else "BEGIN TRANSACTION READ ONLY")
         if timeout is not None:
             raw.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
         raw.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")
+        if workspace is not None:
+            _scope(conn, workspace)
+            raw.execute("SET TRANSACTION READ ONLY")
         cursor = raw.execute(statement)
         columns = [d[0] for d in cursor.description or []]
         return columns, cursor.fetchall()

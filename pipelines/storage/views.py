@@ -67,10 +67,12 @@ def write_views(conn: Any) -> bool:
     wanted = digest(views)
     held = conn.execute(read_sql("storage/view_layer.sql")).fetchall()
     if held and held[0][0] == wanted:
+        conn.engine.grant_views(conn, list(views))
         return False
     with transaction(conn):
         drop_views(conn, views)
         for text in views.values():
             conn.execute(text)
         conn.execute(read_sql("storage/view_layer_record.sql"), {"digest": wanted})
+        conn.engine.grant_views(conn, list(views))
     return True

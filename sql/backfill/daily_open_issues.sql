@@ -1,5 +1,6 @@
 -- Rows of reconstructed_open_issues: each instant is a midnight, standing for the day that ends there.
-CREATE OR REPLACE TEMP TABLE _bf_new_open AS
+DROP TABLE IF EXISTS _bf_new_open;
+CREATE TEMP TABLE _bf_new_open AS
 SELECT
     workspace_id,
     CAST(timezone('UTC', ts) AS DATE) - 1 AS day,

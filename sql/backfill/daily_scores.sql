@@ -1,5 +1,6 @@
 -- Rows of reconstructed_scores: each instant is a midnight, standing for the day that ends there.
-CREATE OR REPLACE TEMP TABLE _bf_new_scores AS
+DROP TABLE IF EXISTS _bf_new_scores;
+CREATE TEMP TABLE _bf_new_scores AS
 SELECT
     CAST($workspace_id AS VARCHAR) AS workspace_id,
     CAST(timezone('UTC', ts) AS DATE) - 1 AS day,

@@ -1,4 +1,9 @@
--- The moments to reconstruct: from $start (included) to $stop (excluded), every $step_seconds.
-CREATE OR REPLACE TEMP TABLE _bf_instants AS
-SELECT ts
-FROM range($start::TIMESTAMPTZ, $stop::TIMESTAMPTZ, to_seconds($step_seconds::BIGINT)) AS t(ts);
+-- The moments to reconstruct: from $start (included) to $stop (excluded), every $step_seconds. The table stays
+-- (the `_bf_open_at` and `_bf_scores_at` views read it); each call replaces its rows.
+CREATE TEMP TABLE IF NOT EXISTS _bf_instants (ts TIMESTAMPTZ);
+DELETE FROM _bf_instants;
+INSERT INTO _bf_instants
+SELECT t.ts
+FROM generate_series(CAST($start AS TIMESTAMPTZ), CAST($stop AS TIMESTAMPTZ),
+                     CAST($step_seconds AS BIGINT) * INTERVAL '1 second') AS t(ts)
+WHERE t.ts < CAST($stop AS TIMESTAMPTZ);

@@ -3,7 +3,8 @@
 -- Marks carry no timestamp, so an issue marked (false positive, accepted risk) before scanwatch saw it
 -- never counts; one marked later was open before (its first status event says what it was). A fixed
 -- issue found open again has no earlier fixed_at: it counts as open from its first sighting.
-CREATE OR REPLACE TEMP TABLE _bf_changes AS
+DROP TABLE IF EXISTS _bf_changes;
+CREATE TEMP TABLE _bf_changes AS
 WITH first_status AS (
     SELECT issue_id, arg_min(from_value, observed_at) AS from_value
     FROM issue_events

@@ -1,5 +1,6 @@
 -- Open issues per project and severity right after each change: one row per distinct change time.
-CREATE OR REPLACE TEMP TABLE _bf_open_running AS
+DROP TABLE IF EXISTS _bf_open_running;
+CREATE TEMP TABLE _bf_open_running AS
 SELECT
     project_id,
     severity,

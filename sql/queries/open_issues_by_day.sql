@@ -206,13 +206,14 @@ labelled AS (
     FROM by_source AS b
     LEFT JOIN workspace_labels AS w ON w.workspace_id = b.workspace_id
 )
--- One column per severity, worst first, as the `severities` table lists them (pipelines/vocabulary.py): the
--- one statement here the PostgreSQL engine cannot run as it is (DuckDB's PIVOT makes the columns).
-SELECT day, workspace, source, * EXCLUDE (day, workspace, workspace_id, source, total), total
-FROM (
-    PIVOT labelled
-    ON severity IN (SELECT severity FROM severities ORDER BY rank)
-    USING CAST(coalesce(sum(issues), 0) AS BIGINT)
-    GROUP BY day, workspace, workspace_id, source, total
-)
+-- One column per severity, worst first, as pipelines/vocabulary.py lists them (`scanwatch sql` writes the comment
+-- out once per severity); a severity the vocabulary does not know still counts in the total.
+SELECT
+    day,
+    workspace,
+    source,
+    /* each severity: CAST(coalesce(sum(issues) FILTER (WHERE severity = '{severity}'), 0) AS BIGINT) AS "{severity}", */
+    total
+FROM labelled
+GROUP BY day, workspace, workspace_id, source, total
 ORDER BY workspace, workspace_id, day;

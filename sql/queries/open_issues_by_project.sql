@@ -26,13 +26,16 @@ per_project AS (
     LEFT JOIN counts AS c ON c.project_id = t.project_id AND c.severity = s.severity
     GROUP BY t.project_id, t.total
 )
--- DuckDB's PIVOT makes the severity columns: the one statement here the PostgreSQL engine cannot run as it is.
-SELECT workspace, project, score, grade,
-       * EXCLUDE (workspace, project, score, grade, total, project_id, worst_first), total, project_id
-FROM (
-    PIVOT (SELECT o.*, t.total, t.worst_first FROM open_issues AS o JOIN per_project AS t USING (project_id))
-    ON severity IN (SELECT severity FROM severities ORDER BY rank)
-    USING count(issue_id)
-    GROUP BY workspace, project, score, grade, total, project_id, worst_first
-)
-ORDER BY worst_first DESC, total DESC, workspace, project, project_id;
+-- One column per severity, worst first (`scanwatch sql` writes the comment out once per severity).
+SELECT
+    o.workspace,
+    o.project,
+    o.score,
+    o.grade,
+    /* each severity: count(o.issue_id) FILTER (WHERE o.severity = '{severity}') AS "{severity}", */
+    t.total,
+    o.project_id
+FROM open_issues AS o
+JOIN per_project AS t ON t.project_id = o.project_id
+GROUP BY o.workspace, o.project, o.score, o.grade, t.total, o.project_id, t.worst_first
+ORDER BY t.worst_first DESC, t.total DESC, o.workspace, o.project, o.project_id;

@@ -9,6 +9,12 @@ CREATE OR REPLACE FUNCTION epoch(value timestamptz) RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURNS NULL ON NULL INPUT
 AS $$ SELECT CAST(extract(epoch FROM value) AS double precision) $$;
 
+-- round(double, digits): DuckDB rounds a double to a number of digits and gives a double; PostgreSQL 15 rounds
+-- only a numeric that way. Half away from zero, as both do for a numeric.
+CREATE OR REPLACE FUNCTION round(value double precision, digits integer) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURNS NULL ON NULL INPUT
+AS $$ SELECT CAST(round(CAST(value AS numeric), digits) AS double precision) $$;
+
 -- arg_max(value, key) / arg_min(value, key): the value of the row with the greatest (least) key, as DuckDB's
 -- aggregates: rows whose value or key is NULL are left out, and no row left gives NULL. Any value type with
 -- any ordered key type: the state keeps both as text, and the key is compared as its own type again.

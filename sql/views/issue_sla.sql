@@ -4,8 +4,10 @@
 -- days, and is due soon in the last quarter of that window, not yet breached. Times are Unix seconds, so a
 -- reader compares its own clock (the snapshot's time, or now()) with `breach_at` and `due_soon_at`:
 --   breached: clock > breach_at;  due soon: clock > due_soon_at AND clock <= breach_at;  age: clock - opened_at.
--- `secscan_issues_sla_breached`, `secscan_issues_sla_due_soon`, `SecscanSlaBreached` and the cookbook's
--- `sla_breaches` all read it.
+-- `secscan_issues_sla_breached`, `secscan_issues_sla_due_soon`, `SecscanSlaBreached`, the cookbook's
+-- `sla_breaches` and the history dashboard all read it; the issue's project, text and first sighting come
+-- along, so a reader that lists breaches reads the open issues once (a second pass over `open_issues_now`,
+-- joined back by id, is quadratic on PostgreSQL when the planner has no statistics of the small tables yet).
 CREATE VIEW issue_sla AS
 SELECT
     o.workspace_id,
@@ -15,6 +17,11 @@ SELECT
     epoch(coalesce(o.first_seen_at, o.first_observed_at)) AS opened_at,
     s.days AS sla_days,
     epoch(coalesce(o.first_seen_at, o.first_observed_at)) + s.days * 86400 AS breach_at,
-    epoch(coalesce(o.first_seen_at, o.first_observed_at)) + s.days * 86400 * 0.75 AS due_soon_at
+    epoch(coalesce(o.first_seen_at, o.first_observed_at)) + s.days * 86400 * 0.75 AS due_soon_at,
+    o.project_name AS project,
+    o.first_seen_at,
+    o.title,
+    o.address,
+    o.location
 FROM open_issues_now AS o
 LEFT JOIN sla_policy AS s ON s.severity = o.severity;

@@ -1,4 +1,5 @@
-"""Backfill tests run a real first sync against the simulator over HTTP, then reconstruct from its history."""
+"""Backfill tests run a real first sync against the simulator over HTTP, then reconstruct from its history: in a
+DuckDB file and in a PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -8,21 +9,39 @@ from pathlib import Path
 import pytest
 
 from simulator.testing import SimConfig, serve_simulator
+from tests.backends import point_at
 
 
-@pytest.fixture(scope="module")
-def synced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, object]]:
-    """A history after one first sync of the small world (driven clock), and the simulator still serving."""
+@pytest.fixture(scope="module", params=["duckdb", "postgres"])
+def synced(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path | str,
+                                                                                                          object]]:
+    """A history after one first sync of the small world (driven clock), and the simulator still serving: a
+    DuckDB file's path, or a PostgreSQL database's URL."""
     from pipelines.materialize import materialize_all
 
-    db = tmp_path_factory.mktemp("backfill") / "history.duckdb"
+    server = request.getfixturevalue("pg_server") if request.param == "postgres" else None
+    db: Path | str = (server.url(server.create_database()) if server
+                      else tmp_path_factory.mktemp("backfill") / "history.duckdb")
     with serve_simulator(SimConfig(seed=11, scale="small", clock="driven", rate_limit=100000)) as sim, \
             pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SCANWATCH_BASE_URL", sim.base_url)
-        mp.setenv("SCANWATCH_API_KEY", sim.api_key)
-        mp.setenv("SCANWATCH_DB", str(db))
-        mp.delenv("SCANWATCH_SNAPSHOT", raising=False)
-        mp.delenv("DAGSTER_HOME", raising=False)
-        outcome = materialize_all(console_level="CRITICAL")
-        assert outcome.success, outcome.error
+        point_at(mp, sim, db)
+        if server is None:
+            outcome = materialize_all(console_level="CRITICAL")
+            assert outcome.success, outcome.error
+        else:
+            _first_sync_without_snapshot()
         yield db, sim
+
+
+def _first_sync_without_snapshot() -> None:
+    """Every ingestion asset of a first sync, then its last step's reconstruction (`metrics_snapshot` rebuilds
+    the days before a workspace's first sync before it writes the snapshot), on the history of SCANWATCH_DB."""
+    from pipelines.backfill.reconstruct import reconstruct
+    from pipelines.settings import Settings
+    from pipelines.storage.db import connect
+    from tests.backends import failure, sync_history
+
+    result = sync_history()
+    assert result.success, failure(result)
+    with connect(Settings.load().history) as conn:
+        assert reconstruct(conn, only_new=True)

@@ -9,8 +9,6 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from pipelines.storage.db import connect
 
 WS = "ws-1"
@@ -27,17 +25,18 @@ def day(offset: int) -> dt.date:
     return DAY0 + dt.timedelta(days=offset)
 
 
-def insert(conn: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]]) -> None:
+def insert(conn: Any, table: str, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         cols = ", ".join(f'"{c}"' for c in row)
         conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({', '.join('?' for _ in row)})", list(row.values()))
 
 
-def history(path: Path, *, projects: list[str], targets: list[tuple[str, str]] = (), scans: list[tuple] = (),
-            issues: list[tuple] = (), events: list[tuple] = ()) -> duckdb.DuckDBPyConnection:
-    """A history first observed at FIRST_SYNC. scans: (id, target, finished_at, score, status);
+def history(db: Path | str, *, projects: list[str], targets: list[tuple[str, str]] = (), scans: list[tuple] = (),
+            issues: list[tuple] = (), events: list[tuple] = ()) -> Any:
+    """A history first observed at FIRST_SYNC, in a DuckDB file or a PostgreSQL database (`db`, as SCANWATCH_DB
+    names it). scans: (id, target, finished_at, score, status);
     issues: (id, project, severity, status, first_seen_at, fixed_at); events: (issue, event, from, to)."""
-    conn = connect(path)
+    conn = connect(db)
     seen = {"first_observed_at": FIRST_SYNC, "last_observed_at": FIRST_SYNC}
     insert(conn, "accounts", [{"workspace_id": WS, "workspace_name": "Acme", "plan": "pro", **seen}])
     insert(conn, "projects", [{"workspace_id": WS, "id": p, "name": p.upper(), **seen} for p in projects])

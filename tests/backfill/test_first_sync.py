@@ -7,14 +7,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import duckdb
 import httpx
 
+from tests.backends import rows
 
-def _rows(db: Path, sql: str) -> list[tuple]:
-    with duckdb.connect(str(db), read_only=True) as conn:
-        conn.execute("SET TimeZone = 'UTC'")
-        return conn.execute(sql).fetchall()
+
+def _rows(db: Path | str, sql: str) -> list[tuple]:
+    return rows(db, sql)
 
 
 def _walk(sim, path: str) -> list[dict]:
@@ -65,7 +64,7 @@ def test_scanwatch_backfill_again_changes_nothing(synced) -> None:
     tables = ("reconstructed_scores", "reconstructed_open_issues", "reconstruction_runs")
 
     def digest() -> list:
-        return [_rows(db, f"SELECT count(*), sum(hash(COLUMNS(*))) FROM {t}") for t in tables]
+        return [sorted(_rows(db, f"SELECT * FROM {t}"), key=repr) for t in tables]
 
     before = digest()
     done = subprocess.run([sys.executable, "-m", "pipelines.cli", "backfill", "--db", str(db)],
@@ -73,3 +72,14 @@ def test_scanwatch_backfill_again_changes_nothing(synced) -> None:
     assert done.returncode == 0, done.stderr
     assert "0 changed" in done.stdout
     assert digest() == before
+
+
+def test_a_backfill_of_a_database_never_synced_is_one_line_and_creates_nothing(pg_database: str) -> None:
+    """A backfill reads what a sync stored: on an empty PostgreSQL database it says so, with the URL masked, and
+    leaves no table behind (it never creates the schema a sync would)."""
+    done = subprocess.run([sys.executable, "-m", "pipelines.cli", "backfill", "--db", pg_database],
+                          capture_output=True, text=True, timeout=120)
+    password = pg_database.split(":")[2].split("@")[0]
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "no history at postgresql://postgres:***@" in done.stderr and password not in done.stderr
+    assert rows(pg_database, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'") == [(0,)]

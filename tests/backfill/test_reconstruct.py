@@ -1,10 +1,8 @@
-"""The reconstruction in DuckDB, on histories worked out by hand: what counts, from when, and re-runs."""
+"""The reconstruction on both engines, on histories worked out by hand: what counts, from when, and re-runs."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import duckdb
+from typing import Any
 
 from pipelines.backfill.reconstruct import reconstruct
 from pipelines.sqlfiles import cookbook
@@ -12,20 +10,20 @@ from pipelines.sqlfiles import cookbook
 from .handmade import FIRST_SYNC, WS, at, day, history
 
 
-def _open(conn: duckdb.DuckDBPyConnection) -> dict:
+def _open(conn: Any) -> dict:
     rows = conn.execute("SELECT day, project_id, severity, open_issues FROM reconstructed_open_issues").fetchall()
     return {(d, p, s): n for d, p, s, n in rows}
 
 
-def _tables(conn: duckdb.DuckDBPyConnection) -> dict:
+def _tables(conn: Any) -> dict:
     return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr)
             for t in ("reconstructed_scores", "reconstructed_open_issues", "reconstruction_runs", "issue_events",
                       "score_snapshots")}
 
 
-def test_open_issues_count_from_first_seen_to_fixed_at_with_what_is_known_of_marks(tmp_path: Path) -> None:
+def test_open_issues_count_from_first_seen_to_fixed_at_with_what_is_known_of_marks(engine_db: str) -> None:
     conn = history(
-        tmp_path / "h.duckdb", projects=["p"],
+        engine_db, projects=["p"],
         issues=[
             ("a", "p", "high", "open", at(-5, 10), None),           # open since day -5
             ("b", "p", "high", "fixed", at(-4, 1), at(-2, 8)),       # open on -4 and -3; fixed during -2
@@ -52,9 +50,9 @@ def test_open_issues_count_from_first_seen_to_fixed_at_with_what_is_known_of_mar
     assert conn.execute("SELECT count(*) FROM issue_events WHERE observed_at < ?", [FIRST_SYNC]).fetchall() == [(0,)]
 
 
-def test_scores_come_from_the_last_finished_scan_and_projects_average_their_targets(tmp_path: Path) -> None:
+def test_scores_come_from_the_last_finished_scan_and_projects_average_their_targets(engine_db: str) -> None:
     conn = history(
-        tmp_path / "h.duckdb", projects=["p"], targets=[("t1", "p"), ("t2", "p")],
+        engine_db, projects=["p"], targets=[("t1", "p"), ("t2", "p")],
         scans=[
             ("s1", "t1", at(-4, 3), 60, "done"),
             ("s2", "t1", at(-2, 3), 70, "done"),
@@ -75,10 +73,10 @@ def test_scores_come_from_the_last_finished_scan_and_projects_average_their_targ
     }
 
 
-def test_issues_fixed_before_the_scan_history_starts_still_count_on_their_days(tmp_path: Path) -> None:
+def test_issues_fixed_before_the_scan_history_starts_still_count_on_their_days(engine_db: str) -> None:
     """A Free plan lists 30 days of scans, while issues keep their first_seen_at and fixed_at from before."""
     conn = history(
-        tmp_path / "h.duckdb", projects=["p"], targets=[("t1", "p")],
+        engine_db, projects=["p"], targets=[("t1", "p")],
         scans=[("s1", "t1", at(-30, 5), 55, "done"), ("s2", "t1", at(-10, 5), 65, "done")],
         issues=[("old", "p", "high", "fixed", at(-50), at(-40, 12)), ("new", "p", "low", "open", at(-20), None)],
     )
@@ -90,8 +88,8 @@ def test_issues_fixed_before_the_scan_history_starts_still_count_on_their_days(t
     assert first_score == day(-30)  # no score is invented before the first scan the service still lists
 
 
-def test_a_workspace_with_no_scans_and_no_issues_is_reconstructed_as_empty_once(tmp_path: Path) -> None:
-    conn = history(tmp_path / "h.duckdb", projects=["p"], targets=[("t1", "p")])
+def test_a_workspace_with_no_scans_and_no_issues_is_reconstructed_as_empty_once(engine_db: str) -> None:
+    conn = history(engine_db, projects=["p"], targets=[("t1", "p")])
     [result] = reconstruct(conn, now=FIRST_SYNC)
     assert (result.first_day, result.score_rows, result.open_issue_rows, result.recorded) == (None, 0, 0, True)
     assert reconstruct(conn, now=FIRST_SYNC, only_new=True) == []
@@ -99,9 +97,9 @@ def test_a_workspace_with_no_scans_and_no_issues_is_reconstructed_as_empty_once(
         conn.execute(cookbook()[name].sql).fetchall()
 
 
-def test_a_second_backfill_changes_nothing(tmp_path: Path) -> None:
+def test_a_second_backfill_changes_nothing(engine_db: str) -> None:
     conn = history(
-        tmp_path / "h.duckdb", projects=["p"], targets=[("t1", "p")],
+        engine_db, projects=["p"], targets=[("t1", "p")],
         scans=[("s1", "t1", at(-9, 5), 55, "done")],
         issues=[("a", "p", "high", "open", at(-8), None)],
     )
@@ -112,9 +110,9 @@ def test_a_second_backfill_changes_nothing(tmp_path: Path) -> None:
     assert _tables(conn) == before
 
 
-def test_cookbook_queries_say_which_days_are_reconstructed(tmp_path: Path) -> None:
+def test_cookbook_queries_say_which_days_are_reconstructed(engine_db: str) -> None:
     conn = history(
-        tmp_path / "h.duckdb", projects=["p"], targets=[("t1", "p")],
+        engine_db, projects=["p"], targets=[("t1", "p")],
         scans=[("s1", "t1", at(-3, 5), 55, "done")],
         issues=[("a", "p", "high", "open", at(-3), None)],
     )

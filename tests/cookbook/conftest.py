@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.storage.db import connect
+
 from . import history
 
 # A test that would start this close to a UTC midnight waits for the new day rather than straddle it.
@@ -15,7 +17,8 @@ MIDNIGHT_MARGIN = dt.timedelta(seconds=60)
 @pytest.fixture(scope="session")
 def _story(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Where the hand-made history lives, the day it tells and the moment it was built."""
-    return {"folder": tmp_path_factory.mktemp("cookbook"), "day": None, "built_at": None, "path": None}
+    return {"folder": tmp_path_factory.mktemp("cookbook"), "day": None, "built_at": None, "path": None,
+            "postgres": {}}
 
 
 @pytest.fixture(autouse=True)
@@ -45,3 +48,55 @@ def history_db(story_of_today: dict) -> Path:
 @pytest.fixture
 def built_at(story_of_today: dict) -> dt.datetime:
     return story_of_today["built_at"]
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def story_db(request: pytest.FixtureRequest, story_of_today: dict) -> Path | str:
+    """The same hand-made history on each engine: the DuckDB file, then a PostgreSQL database built alike (once
+    a day, as the file is), so every cookbook answer is checked on both."""
+    if request.param == "duckdb":
+        return story_of_today["path"]
+    day = story_of_today["day"]
+    if day not in story_of_today["postgres"]:
+        server = request.getfixturevalue("pg_server")
+        url = server.url(server.create_database())
+        story_of_today["postgres"][day] = (url, history.build(url))
+    return story_of_today["postgres"][day][0]
+
+
+@pytest.fixture
+def story_built_at(story_db: Path | str, story_of_today: dict) -> dt.datetime:
+    """When the story of `story_db` was built."""
+    if isinstance(story_db, Path):
+        return story_of_today["built_at"]
+    return story_of_today["postgres"][story_of_today["day"]][1]
+
+
+@pytest.fixture
+def story_copy(story_db: Path | str, request: pytest.FixtureRequest, tmp_path: Path):
+    """Makes a copy of `story_db` on its engine that a test may change: a file copy, or a database made from the
+    story's as its template."""
+    def make() -> Path | str:
+        if isinstance(story_db, Path):
+            copy = tmp_path / f"copy-{len(list(tmp_path.glob('copy-*')))}.duckdb"
+            copy.write_bytes(story_db.read_bytes())
+            return copy
+        server = request.getfixturevalue("pg_server")
+        return server.url(server.create_database(template=story_db.rsplit("/", 1)[1]))
+
+    return make
+
+
+@pytest.fixture
+def story_empty(story_db: Path | str, request: pytest.FixtureRequest, tmp_path: Path):
+    """Makes an empty history, migrated, on the engine of `story_db`."""
+    def make() -> Path | str:
+        if isinstance(story_db, Path):
+            db: Path | str = tmp_path / f"empty-{len(list(tmp_path.glob('empty-*')))}.duckdb"
+        else:
+            server = request.getfixturevalue("pg_server")
+            db = server.url(server.create_database())
+        connect(db).close()
+        return db
+
+    return make

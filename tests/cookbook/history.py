@@ -13,9 +13,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
-from pipelines.storage import migrate
+from pipelines.storage.db import connect
+from tests.backends import is_postgres
 
 WS = "ws-1"
 _story: dict[str, dt.date] = {}
@@ -148,22 +147,27 @@ def sync_runs(now: dt.datetime) -> list[tuple[Any, ...]]:
     ]
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+def _insert(con: Any, mark: str, table: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    """Rows through the engine's own driver (`?` on DuckDB, `%s` on psycopg)."""
     cols = ", ".join(f'"{c}"' for c in columns)
-    marks = ", ".join("?" for _ in columns)
-    con.executemany(f"INSERT INTO {table} ({cols}) VALUES ({marks})", rows)
+    marks = ", ".join(mark for _ in columns)
+    with con.raw.cursor() as cursor:
+        cursor.executemany(f"INSERT INTO {table} ({cols}) VALUES ({marks})", rows)
 
 
-def build(path: Path) -> dt.datetime:
-    """Create the schema from the migrations, as the pipeline does, then write the history above."""
-    con = duckdb.connect(str(path))
+def build(db: Path | str) -> dt.datetime:
+    """Create the schema from the migrations, as the pipeline does, then write the history above: in a DuckDB
+    file (a path) or a PostgreSQL database (a URL)."""
+    con = connect(db if is_postgres(db) else Path(db))
+    mark = "%s" if is_postgres(db) else "?"
     try:
-        migrate(con)
         seen = at(-40)
-        _insert(con, "accounts", ["workspace_id", "workspace_name", "plan", "first_observed_at", "last_observed_at"],
+        _insert(con, mark, "accounts",
+                ["workspace_id", "workspace_name", "plan", "first_observed_at", "last_observed_at"],
                 [(WS, "Acme Corp", "pro", seen, midnight())])
         _insert(
             con,
+            mark,
             "projects",
             ["workspace_id", "id", "name", "score", "grade", "open_issues", "paused", "first_observed_at",
              "last_observed_at", "removed_at"],
@@ -171,6 +175,7 @@ def build(path: Path) -> dt.datetime:
         )
         _insert(
             con,
+            mark,
             "targets",
             ["workspace_id", "id", "project_id", "kind", "address", "verified", "hidden_issues",
              "first_observed_at", "last_observed_at", "removed_at"],
@@ -179,6 +184,7 @@ def build(path: Path) -> dt.datetime:
         address = {t[0]: t[3] for t in targets()}
         _insert(
             con,
+            mark,
             "issues",
             ["workspace_id", "id", "project_id", "target_id", "address", "control_id", "family", "severity",
              "status", "title", "first_seen_at", "last_seen_at", "fixed_at", "first_observed_at", "last_observed_at"],
@@ -191,6 +197,7 @@ def build(path: Path) -> dt.datetime:
         project_of = {i[0]: (i[1], i[2]) for i in issues()}
         _insert(
             con,
+            mark,
             "issue_events",
             ["workspace_id", "issue_id", "project_id", "target_id", "severity", "observed_at", "event",
              "from_value", "to_value"],
@@ -198,6 +205,7 @@ def build(path: Path) -> dt.datetime:
         )
         _insert(
             con,
+            mark,
             "score_snapshots",
             ["workspace_id", "observed_at", "project_id", "target_id", "score", "grade", "open_issues",
              "hidden_issues"],
@@ -205,6 +213,7 @@ def build(path: Path) -> dt.datetime:
         )
         _insert(
             con,
+            mark,
             "quota_snapshots",
             ["workspace_id", "observed_at", "quota", "limit", "used", "remaining", "period_start", "period_end"],
             [(WS, *row) for row in quotas()],
@@ -212,6 +221,7 @@ def build(path: Path) -> dt.datetime:
         now = dt.datetime.now(dt.UTC)
         _insert(
             con,
+            mark,
             "sync_runs",
             ["workspace_id", "run_id", "asset", "started_at", "finished_at", "status", "requests", "retries",
              "rate_limited", "rows_written", "error"],

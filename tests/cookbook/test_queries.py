@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from pipelines import sqlfiles
 from pipelines.read_only import execute_read_only
-from pipelines.storage import migrate
+from pipelines.storage.db import connect
+from tests import backends
 
 from .history import WS, at, quota_at, today
 
@@ -34,7 +35,12 @@ EXPECTED_QUERIES = {
 }
 
 
-def run(db: Path, name: str) -> list[dict[str, Any]]:
+def _history(db: str) -> Path | str:
+    """`engine_db` as scanwatch's `connect` and the read door take it: a DuckDB file is a path."""
+    return db if backends.is_postgres(db) else Path(db)
+
+
+def run(db: Path | str, name: str) -> list[dict[str, Any]]:
     columns, rows = execute_read_only(db, sqlfiles.cookbook()[name].sql)
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
@@ -69,8 +75,8 @@ OPEN_DAYS = {
 }
 
 
-def test_open_issues_by_day(history_db: Path) -> None:
-    rows = run(history_db, "open_issues_by_day")
+def test_open_issues_by_day(story_db: Path | str) -> None:
+    rows = run(story_db, "open_issues_by_day")
     assert [r["day"] for r in rows] == [day(d) for d in range(-40, 1)]  # first first_seen_at to today
     expected = {}
     for offset in range(-40, 1):
@@ -87,10 +93,9 @@ def test_open_issues_by_day(history_db: Path) -> None:
     assert got[day(-4)] == (2, 1, 0, 1, 0, 4)  # i12 open; fixed early on -3, its later round trip is invisible
 
 
-def test_open_issues_by_day_is_in_utc_whatever_the_session_time_zone(history_db: Path) -> None:
+def test_open_issues_by_day_is_in_utc_whatever_the_session_time_zone(story_db: Path | str) -> None:
     sql = sqlfiles.cookbook()["open_issues_by_day"].sql
-    with duckdb.connect(str(history_db), read_only=True) as con:
-        con.execute("SET TimeZone = 'UTC'")
+    with backends.reader(story_db) as con:
         utc = con.execute(sql).fetchall()
         con.execute("SET TimeZone = 'Pacific/Kiritimati'")
         far = con.execute(sql).fetchall()
@@ -98,13 +103,13 @@ def test_open_issues_by_day_is_in_utc_whatever_the_session_time_zone(history_db:
     assert far[: len(utc) - 1] == utc[:-1]
 
 
-def test_open_issues_by_day_last_row_is_now_even_when_the_service_clock_is_ahead(tmp_path: Path) -> None:
-    db = tmp_path / "ahead.duckdb"
-    with duckdb.connect(str(db)) as con:
-        migrate(con)
-        con.executemany(
+def test_open_issues_by_day_last_row_is_now_even_when_the_service_clock_is_ahead(engine_db: str) -> None:
+    db = _history(engine_db)
+    with connect(db) as con, con.raw.cursor() as cursor:
+        cursor.executemany(
             "INSERT INTO issues (workspace_id, id, project_id, target_id, severity, status, first_seen_at, fixed_at,"
-            " last_seen_at, first_observed_at, last_observed_at) VALUES ('w', ?, 'p', 't', ?, ?, ?, ?, ?, ?, ?)",
+            " last_seen_at, first_observed_at, last_observed_at) VALUES ('w', ?, 'p', 't', ?, ?, ?, ?, ?, ?, ?)"
+            .replace("?", "%s" if backends.is_postgres(db) else "?"),
             [
                 ("a", "high", "open", at(-1, 6), None, at(2), at(0), at(0)),
                 ("b", "low", "open", at(2, 3), None, at(2, 3), at(0), at(0)),  # "first seen" the day after tomorrow
@@ -120,8 +125,8 @@ def test_open_issues_by_day_last_row_is_now_even_when_the_service_clock_is_ahead
     ]
 
 
-def test_time_to_fix_by_severity(history_db: Path) -> None:
-    rows = run(history_db, "time_to_fix_by_severity")
+def test_time_to_fix_by_severity(story_db: Path | str) -> None:
+    rows = run(story_db, "time_to_fix_by_severity")
     # critical: i02 2.5 days, i10 1.5 days -> mean 2.0, p90 1.5 + 0.9 * 1.0; medium: i04 2.0 days;
     # low: i12 3 days 2 hours, measured to its latest fixed_at.
     assert pick(rows, "severity", "fixed_issues", "mean_days", "median_days", "p90_days") == [
@@ -131,8 +136,8 @@ def test_time_to_fix_by_severity(history_db: Path) -> None:
     ]
 
 
-def test_time_to_fix_by_project(history_db: Path) -> None:
-    rows = run(history_db, "time_to_fix_by_project")
+def test_time_to_fix_by_project(story_db: Path | str) -> None:
+    rows = run(story_db, "time_to_fix_by_project")
     # shop: i02 2.5, i04 2.0, i12 3.0833 -> mean 2.5278, p90 2.5 + 0.8 * 0.5833 (open now: i01, i03, i07);
     # blog: i10 1.5 (open now: i06, i08, i11).
     assert pick(rows, "project", "fixed_issues", "open_issues", "mean_days", "p90_days") == [
@@ -141,8 +146,8 @@ def test_time_to_fix_by_project(history_db: Path) -> None:
     ]
 
 
-def test_sla_breaches(history_db: Path) -> None:
-    rows = run(history_db, "sla_breaches")
+def test_sla_breaches(story_db: Path | str) -> None:
+    rows = run(story_db, "sla_breaches")
     # i03 high open 40 days (SLA 30); i01 critical open 9 days (SLA 7); i11 critical was 7 days old when the
     # history was built, so it is past its SLA by the seconds since, as secscan_issues_sla_breached counts it.
     # i06 high 7 days, i07 high 2 days, i08 info has no SLA, i05/i09 are marked.
@@ -154,8 +159,8 @@ def test_sla_breaches(history_db: Path) -> None:
     assert rows[0]["first_seen_at"] == at(-40)
 
 
-def test_regressions(history_db: Path) -> None:
-    rows = run(history_db, "regressions")
+def test_regressions(story_db: Path | str) -> None:
+    rows = run(story_db, "regressions")
     # i12 came back and was fixed again between two syncs; i06 came back and is still open.
     assert pick(rows, "issue_id", "severity", "times_reopened", "last_reopened_at", "status", "project") == [
         ("i12", "low", 1, at(-1, 6), "fixed", "shop"),
@@ -163,30 +168,29 @@ def test_regressions(history_db: Path) -> None:
     ]
 
 
-def test_new_critical_this_week(history_db: Path) -> None:
-    rows = run(history_db, "new_critical_this_week")
+def test_new_critical_this_week(story_db: Path | str) -> None:
+    rows = run(story_db, "new_critical_this_week")
     # i02 (3 days ago, already fixed) is in; i11 (7 days ago at midnight) and i01, i10 are older.
     assert pick(rows, "issue_id", "first_seen_at", "status", "project", "control_id") == [
         ("i02", at(-3), "fixed", "shop", "secrets.aws"),
     ]
 
 
-def test_new_critical_issues(history_db: Path, tmp_path: Path) -> None:
+def test_new_critical_issues(story_db: Path | str, story_copy: Callable[[], Path | str]) -> None:
     # Every event of this history is at or before its first successful issues sync: a backlog, nothing new.
-    assert run(history_db, "new_critical_issues") == []
-    copy = tmp_path / "h.duckdb"
-    copy.write_bytes(history_db.read_bytes())
+    assert run(story_db, "new_critical_issues") == []
+    copy = story_copy()
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
-    with duckdb.connect(str(copy)) as conn:  # i11 (open critical) regressed after that sync
-        conn.execute("INSERT INTO issue_events VALUES (?, 'i11', 'p2', 't3', 'critical', ?, 'reopened', 'fixed', "
-                     "'open')", [WS, now])
+    with connect(copy) as conn:  # i11 (open critical) regressed after that sync
+        conn.execute("INSERT INTO issue_events VALUES ($ws, 'i11', 'p2', 't3', 'critical', $now, 'reopened', "
+                     "'fixed', 'open')", {"ws": WS, "now": now})
     rows = run(copy, "new_critical_issues")
     assert pick(rows, "issue_id", "change", "arrived_at", "control_id") == [("i11", "reopened", now, "headers.hsts")]
     assert "explanation" in rows[0]  # the full text lives here, not in Prometheus
 
 
-def test_noisiest_controls(history_db: Path) -> None:
-    rows = run(history_db, "noisiest_controls")
+def test_noisiest_controls(story_db: Path | str) -> None:
+    rows = run(story_db, "noisiest_controls")
     assert pick(rows, "control_id", "family", "issues", "open_issues", "projects", "targets") == [
         ("headers.csp", "configuration", 4, 1, 2, 2),
         ("tls.weak", "configuration", 2, 2, 2, 2),
@@ -199,8 +203,8 @@ def test_noisiest_controls(history_db: Path) -> None:
     ]
 
 
-def test_project_score_history(history_db: Path) -> None:
-    rows = run(history_db, "project_score_history")
+def test_project_score_history(story_db: Path | str) -> None:
+    rows = run(story_db, "project_score_history")
     # shop had two syncs two days ago (60 then 65): the day keeps the last, and the range.
     assert pick(rows, "day", "project", "score", "grade", "min_score", "max_score", "open_issues") == [
         (day(-1), "blog", 90, "A", 90, 90, 2),
@@ -209,8 +213,8 @@ def test_project_score_history(history_db: Path) -> None:
     ]
 
 
-def test_target_score_history(history_db: Path) -> None:
-    rows = run(history_db, "target_score_history")
+def test_target_score_history(story_db: Path | str) -> None:
+    rows = run(story_db, "target_score_history")
     assert pick(rows, "day", "project", "address", "score", "grade", "open_issues", "hidden_issues") == [
         (day(-2), "blog", "blog.example", 80, "B", 2, 4),
         (day(-1), "blog", "blog.example", 85, "B", 2, 4),
@@ -218,8 +222,8 @@ def test_target_score_history(history_db: Path) -> None:
     ]
 
 
-def test_quota_burn(history_db: Path) -> None:
-    rows = run(history_db, "quota_burn")
+def test_quota_burn(story_db: Path | str) -> None:
+    rows = run(story_db, "quota_burn")
     # Last snapshot 10 days into a 30-day period: a third elapsed. The older quick_scans row is ignored.
     assert pick(
         rows, "quota", "limit", "used", "remaining", "used_fraction", "elapsed_fraction", "burn", "projected_use",
@@ -233,21 +237,21 @@ def test_quota_burn(history_db: Path) -> None:
     assert {r["workspace_id"] for r in rows} == {WS}
 
 
-def test_sync_health(history_db: Path, built_at: dt.datetime) -> None:
-    rows = run(history_db, "sync_health")
+def test_sync_health(story_db: Path | str, story_built_at: dt.datetime) -> None:
+    rows = run(story_db, "sync_health")
     # Failing assets first. issues: last run failed an hour before the build, last success 3 h before.
     # projects: the failure 30 h ago is outside the 24-hour window.
     assert pick(rows, "asset", "last_status", "failures_24h", "last_duration_s", "retries", "last_error") == [
         ("issues", "failure", 1, 5.0, 2, "rate limited"),
         ("projects", "success", 0, 12.5, 0, None),
     ]
-    assert rows[0]["last_success_at"] == built_at - dt.timedelta(hours=3) + dt.timedelta(seconds=30)
+    assert rows[0]["last_success_at"] == story_built_at - dt.timedelta(hours=3) + dt.timedelta(seconds=30)
     assert 2.9 <= rows[0]["hours_since_success"] <= 3.1
     assert 0.9 <= rows[1]["hours_since_success"] <= 1.1
 
 
-def test_hidden_issues_unverified(history_db: Path) -> None:
-    rows = run(history_db, "hidden_issues_unverified")
+def test_hidden_issues_unverified(story_db: Path | str) -> None:
+    rows = run(story_db, "hidden_issues_unverified")
     # t4 is unverified too but no longer listed by the service (removed_at): left out.
     assert pick(rows, "target_id", "hidden_issues", "project", "address") == [
         ("t3", 4, "blog", "blog.example"),
@@ -255,8 +259,8 @@ def test_hidden_issues_unverified(history_db: Path) -> None:
     ]
 
 
-def test_open_issues_by_project(history_db: Path) -> None:
-    rows = run(history_db, "open_issues_by_project")
+def test_open_issues_by_project(story_db: Path | str) -> None:
+    rows = run(story_db, "open_issues_by_project")
     # The removed project "gone" is left out; "empty" shows its zeros.
     assert pick(rows, "project", "critical", "high", "medium", "low", "info", "total") == [
         ("shop", 1, 2, 0, 0, 0, 3),
@@ -265,8 +269,8 @@ def test_open_issues_by_project(history_db: Path) -> None:
     ]
 
 
-def test_recent_changes(history_db: Path) -> None:
-    rows = run(history_db, "recent_changes")
+def test_recent_changes(story_db: Path | str) -> None:
+    rows = run(story_db, "recent_changes")
     # Events of the last 7 days, newest first; the "opened" events of a week ago and more are out.
     assert pick(rows, "observed_at", "issue_id", "event", "to_value") == [
         (at(-1, 18), "i02", "status_changed", "fixed"),
@@ -285,16 +289,15 @@ def test_recent_changes(history_db: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_QUERIES))
-def test_every_query_runs_on_an_empty_history(tmp_path: Path, history_db: Path, name: str) -> None:
+def test_every_query_runs_on_an_empty_history(story_db: Path | str, story_empty: Callable[[], Path | str],
+                                              name: str) -> None:
     """A fresh install, before the first sync finished, must not break a query (no division by zero...), nor
     invent an answer: no row, under the columns the query has on a real history.
 
     Mutation that fails it (and passed the former form, which checked only that some column came back):
     `time_to_fix_by_severity` listing every severity (`FROM severities AS r LEFT JOIN fixed AS f`), with a
     count of 0 where nothing was fixed."""
-    db = tmp_path / "empty.duckdb"
-    with duckdb.connect(str(db)) as con:
-        migrate(con)
+    db = story_empty()
     columns, rows = execute_read_only(db, sqlfiles.cookbook()[name].sql)
     assert rows == []
-    assert columns == execute_read_only(history_db, sqlfiles.cookbook()[name].sql)[0]
+    assert columns == execute_read_only(story_db, sqlfiles.cookbook()[name].sql)[0]

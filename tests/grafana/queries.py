@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -38,16 +39,69 @@ def panels(dash: dict) -> list[dict]:
     return out
 
 
+def is_sql(datasource: dict) -> bool:
+    """A query of Grafana's PostgreSQL data source (the history dashboard), not PromQL."""
+    return datasource.get("type") == "grafana-postgresql-datasource"
+
+
 def dashboard_queries() -> list[Query]:
+    """Every PromQL query of the dashboards (panels and variables)."""
     found = []
     for uid, dash in load_dashboards().items():
         for p in panels(dash):
             for t in p.get("targets", []):
-                found.append(Query(uid, p["title"], t["expr"], "panel", instant=not t.get("range", False)))
+                if not is_sql(t["datasource"]):
+                    found.append(Query(uid, p["title"], t["expr"], "panel", instant=not t.get("range", False)))
         for v in dash["templating"]["list"]:
-            if v["type"] == "query":
+            if v["type"] == "query" and not is_sql(v["datasource"]):
                 found.append(Query(uid, v["name"], v["definition"], "variable", v.get("regex") or ""))
     return found
+
+
+def sql_queries() -> list[Query]:
+    """Every SQL query of the dashboards: panels (`kind` "panel") and variables."""
+    found = []
+    for uid, dash in load_dashboards().items():
+        for p in panels(dash):
+            for t in p.get("targets", []):
+                if is_sql(t["datasource"]):
+                    found.append(Query(uid, p["title"], t["rawSql"], "panel"))
+        for v in dash["templating"]["list"]:
+            if v["type"] == "query" and is_sql(v["datasource"]):
+                found.append(Query(uid, v["name"], v["definition"], "variable"))
+    return found
+
+
+_MACRO = re.compile(r"\$([_a-zA-Z0-9]+)\(([^\)]*)\)")
+
+
+def _rfc3339nano(moment: datetime) -> str:
+    """Go's time.RFC3339Nano of a UTC instant: trailing zeros of the fraction dropped, `Z` for UTC."""
+    text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = f"{moment.microsecond:06d}".rstrip("0")
+    return text + (f".{fraction}" if fraction else "") + "Z"
+
+
+def expand_sql(sql: str, *, workspaces: list[str], start: datetime, end: datetime) -> str:
+    """A panel's SQL as Grafana's PostgreSQL data source sends it: the multi-value `$workspace` as a list of
+    quoted literals (the SQL data sources' `interpolateVariable`), then the time macros as its macro engine
+    writes them (pkg/tsdb/grafana-postgresql-datasource/macros.go)."""
+    quoted = ",".join("'" + w.replace("'", "''") + "'" for w in workspaces)
+    sql = sql.replace("$workspace", quoted)
+
+    def macro(m: re.Match) -> str:
+        name, args = m.group(1), [a.strip() for a in m.group(2).split(",")]
+        if name == "__timeFilter":
+            return f"{args[0]} BETWEEN '{_rfc3339nano(start)}' AND '{_rfc3339nano(end)}'"
+        if name == "__timeFrom":
+            return f"'{_rfc3339nano(start)}'"
+        if name == "__timeTo":
+            return f"'{_rfc3339nano(end)}'"
+        if name == "__time":
+            return f'{args[0]} AS "time"'
+        raise ValueError(f"a macro this test does not expand: ${name}")
+
+    return _MACRO.sub(macro, sql)
 
 
 def alert_queries() -> list[Query]:

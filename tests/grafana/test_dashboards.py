@@ -27,6 +27,7 @@ from tests.grafana.queries import (
 )
 
 GRAFANA = ROOT / "grafana"
+HISTORY_SOURCE = {"type": "grafana-postgresql-datasource", "uid": "scanwatch-history"}
 
 
 def test_committed_files_match_the_generator():
@@ -34,11 +35,14 @@ def test_committed_files_match_the_generator():
     assert result.returncode == 0, result.stderr
 
 
-def test_two_dashboards_with_stable_uids_and_variables():
+def test_three_dashboards_with_stable_uids_and_variables():
     dashboards = load_dashboards()
-    assert set(dashboards) == {"scanwatch-overview", "scanwatch-project"}
+    assert set(dashboards) == {"scanwatch-overview", "scanwatch-project", "scanwatch-history"}
     for uid, dash in dashboards.items():
         names = [v["name"] for v in dash["templating"]["list"]]
+        if uid == "scanwatch-history":  # one data source, the provisioned PostgreSQL one
+            assert names == ["workspace"]
+            continue
         assert names[:2] == ["datasource", "workspace"], uid
         assert dash["templating"]["list"][0]["type"] == "datasource"
     project_vars = {v["name"]: v for v in dashboards["scanwatch-project"]["templating"]["list"]}
@@ -65,10 +69,15 @@ def test_every_panel_queries_through_the_datasource_variable():
         for p in panels(dash):
             if p["type"] == "row":
                 continue
-            assert p["datasource"]["uid"] == "${datasource}", (uid, p["title"])
             assert p["targets"], (uid, p["title"])
             refs = [t["refId"] for t in p["targets"]]
             assert len(refs) == len(set(refs)), (uid, p["title"])
+            if uid == "scanwatch-history":
+                assert p["datasource"] == HISTORY_SOURCE, p["title"]
+                for t in p["targets"]:
+                    assert t["rawSql"].strip() and t["datasource"] == HISTORY_SOURCE and t["format"] == "table"
+                continue
+            assert p["datasource"]["uid"] == "${datasource}", (uid, p["title"])
             for t in p["targets"]:
                 assert t["expr"].strip() and t["datasource"]["uid"] == "${datasource}"
 
@@ -110,6 +119,15 @@ def test_substitution_leaves_no_grafana_variable():
         assert "$" not in out, (q.title, out)
         if q.kind == "variable":
             variable_to_api(out)
+
+
+def test_the_history_data_source_takes_its_password_from_the_environment():
+    text = (GRAFANA / "provisioning" / "datasources" / "scanwatch-history.yml").read_text()
+    (source,) = yaml.safe_load(text)["datasources"]
+    assert {"type": source["type"], "uid": source["uid"]} == HISTORY_SOURCE
+    assert source["secureJsonData"] == {"password": "$SCANWATCH_GRAFANA_DB_PASSWORD"}
+    assert "password" not in source and "password" not in source["jsonData"]
+    assert source["jsonData"]["database"] and source["user"] and not source["isDefault"]
 
 
 def test_provisioning_files():

@@ -1,7 +1,6 @@
 """Reliability suites: the short forms run in CI, the `slow` soak only with SCANWATCH_SOAK=1 (tests/conftest.py).
 
-Every suite adds its figures (runs, divergences, kill points, scrapes...) to one report printed at the end
-of the session, so a CI log or a soak run states what was tried, not only that it passed.
+Every suite adds its figures to one report printed at the end of the session (tests/figures.py).
 """
 
 from __future__ import annotations
@@ -10,18 +9,7 @@ from collections import Counter
 
 import pytest
 
-FIGURES: Counter[str] = Counter()
-NOTES: list[str] = []
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    if not FIGURES:
-        return
-    terminalreporter.section("scanwatch reliability figures")
-    for key in sorted(FIGURES):
-        terminalreporter.write_line(f"{key:<48} {FIGURES[key]}")
-    for note in NOTES[-30:]:
-        terminalreporter.write_line(f"  {note}")
+from tests.figures import FIGURES, NOTES
 
 
 @pytest.fixture

@@ -95,6 +95,10 @@ class Engine:
     def analyse(self, conn: Connection, table: str) -> None:
         """Let the planner know a freshly filled temp table (`capabilities.analyse_context`)."""
 
+    # --- readers
+    def grant_views(self, conn: Connection, views: Sequence[str]) -> None:
+        """Let the views layer's readers read `views` (called whenever the writer opens the history)."""
+
 
 class Connection:
     """One open history: the driver's connection and the engine that speaks to it.

@@ -29,15 +29,16 @@ from psycopg import conninfo, errors
 from pipelines.history_location import HistoryLocation
 from pipelines.sqlfiles import read_sql
 from pipelines.storage.engines.base import Capabilities, Connection, Engine, HistoryUnavailableError
-from pipelines.storage.engines.sqltext import Statement, split, to_pyformat, words
+from pipelines.storage.engines.sqltext import Statement, split, to_pyformat
 
 CONNECT_TIMEOUT_SECONDS = 10  # unless the URL says otherwise (connect_timeout=...)
 COMPAT_FILE = "storage/postgres_compat.sql"
+# The group role whose members (Grafana's data source) may read the views layer and nothing else.
+VIEWS_ROLE = "scanwatch_views"
 # The catching casts of the compatibility layer, one per type an API field has (pipelines/storage/entities.py).
 _CATCHING = {"INTEGER": "scanwatch_try_integer", "DOUBLE PRECISION": "scanwatch_try_double",
              "BOOLEAN": "scanwatch_try_boolean", "TIMESTAMPTZ": "scanwatch_try_timestamptz",
              "JSON": "scanwatch_try_json"}
-_REPLACE_VIEW = re.compile(r"^create or replace view (\S+)")
 
 
 def _reason(exc: BaseException, location: HistoryLocation) -> str:
@@ -148,13 +149,8 @@ class PostgresEngine(Engine):
             return conn.raw.execute(to_pyformat(sql, positional=True), list(params))
 
     def run_script(self, conn: Connection, sql: str) -> None:
-        """Each statement in turn; `CREATE OR REPLACE VIEW` replaces a view whatever its columns, as DuckDB
-        does (PostgreSQL only lets a replacement add columns at the end), by dropping it first: a view another
-        view reads is refused rather than dropped along."""
+        """Each statement in turn (migrations carry tables only: views are the views layer's)."""
         for statement in split(sql):
-            replaced = _REPLACE_VIEW.match(" ".join(words(statement.query)[:5]))
-            if replaced:
-                conn.execute(f"DROP VIEW IF EXISTS {_quote(replaced.group(1))}")
             conn.execute(statement.query)
 
     # --- staging
@@ -206,6 +202,16 @@ class PostgresEngine(Engine):
             yield
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtextextended($key, 0))", {"key": key})
+
+    def grant_views(self, conn: Connection, views: Sequence[str]) -> None:
+        """SELECT on every view of the layer to the role `scanwatch_views`, when the server has one: the role of
+        Grafana's data source is made a member of it, and reads the views and nothing else (a view reads its
+        tables with its owner's rights). Recreating a view drops what was granted on it, so the writer grants
+        again whenever the role lacks one; one read when nothing is missing."""
+        missing = conn.execute(read_sql("storage/views_ungranted.sql"), {"role": VIEWS_ROLE, "views": list(views)})
+        names = [name for (name,) in missing.fetchall()]
+        if names:
+            conn.execute(f"GRANT SELECT ON {', '.join(_quote(n) for n in names)} TO {_quote(VIEWS_ROLE)}")
 
     def lock_workspace(self, conn: Connection, workspace_id: str | None) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($key, 0))",

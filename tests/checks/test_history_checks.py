@@ -1,0 +1,93 @@
+"""The history's asset checks on both engines: after a real sync of the simulator's world every one passes,
+and a history broken behind scanwatch's back fails exactly the checks that watch what was broken, each
+counting the offending rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from simulator.testing import SimConfig, serve_simulator
+from tests import backends
+
+CHECKS = ("issue_ids_unique", "scan_ids_unique", "fixed_exactly_when_fixed_at", "last_seen_not_before_first_seen",
+          "issue_targets_exist", "no_issues_of_unverified_targets")
+
+
+@pytest.fixture
+def synced(engine_db: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, dict[str, Any]]]:
+    with serve_simulator(SimConfig(seed=5, scale="small", rate_limit=100000)) as sim:
+        backends.point_at(monkeypatch, sim, engine_db)
+        result = backends.sync_history()
+        assert result.success, backends.failure(result)
+        yield engine_db, _evaluations(result)
+
+
+def _evaluations(result: Any) -> dict[str, tuple[bool, int]]:
+    out = {}
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_CHECK_EVALUATION":
+            data = event.event_specific_data
+            out[data.check_name] = (data.passed, data.metadata["offending_rows"].value)
+    return out
+
+
+def _run_checks() -> dict[str, tuple[bool, int]]:
+    from pipelines.assets import ALL_ASSETS
+    from pipelines.checks import history_checks
+    from pipelines.resources import default_resources
+
+    result = dg.materialize([*ALL_ASSETS, *history_checks], resources=default_resources(),
+                            instance=dg.DagsterInstance.ephemeral(), selection=dg.AssetSelection.all_asset_checks())
+    assert result.success
+    return _evaluations(result)
+
+
+def _write(db: str, sql: str) -> None:
+    """A change behind scanwatch's back, with the engine's own driver."""
+    if backends.is_postgres(db):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(sql)
+    else:
+        import duckdb
+
+        with duckdb.connect(db) as conn:
+            conn.execute(sql)
+
+
+def test_a_synced_history_passes_every_check(synced) -> None:
+    _, evaluations = synced
+    assert evaluations == dict.fromkeys(CHECKS, (True, 0))
+
+
+def test_a_broken_history_fails_the_checks_that_watch_it(synced) -> None:
+    """Mutation that fails it: a check file that counts nothing (`SELECT 0`) for any of the broken rules."""
+    db, _ = synced
+    fixed = backends.value(db, "SELECT min(id) FROM issues WHERE status = 'fixed'")
+    opened = backends.value(db, "SELECT min(id) FROM issues WHERE status = 'open'")
+    moved = backends.value(db, "SELECT max(id) FROM issues WHERE status = 'open'")
+    target = backends.value(
+        db, "SELECT t.id FROM targets AS t JOIN issues AS i ON i.target_id = t.id WHERE t.kind = 'domain' "
+            "AND t.verified GROUP BY t.id ORDER BY count(*) DESC, t.id LIMIT 1")
+    assert fixed and opened and moved != opened
+    _write(db, f"UPDATE issues SET fixed_at = NULL WHERE id = '{fixed}'")
+    _write(db, f"UPDATE issues SET last_seen_at = first_seen_at - INTERVAL '1 day' WHERE id = '{opened}'")
+    _write(db, f"UPDATE issues SET target_id = 'no-such-target' WHERE id = '{moved}'")
+    # The service hides the issues of an unproved site: rows read while it was unproved should not exist.
+    _write(db, f"UPDATE targets SET verified = FALSE WHERE id = '{target}'")
+    issues_on_it = backends.value(db, "SELECT count(*) FROM issues WHERE target_id = ?", [target])
+    want = {"fixed_exactly_when_fixed_at": (False, 1), "last_seen_not_before_first_seen": (False, 1),
+            "issue_targets_exist": (False, 1), "no_issues_of_unverified_targets": (False, issues_on_it),
+            "scan_ids_unique": (True, 0), "issue_ids_unique": (True, 0)}
+    if not backends.is_postgres(db):  # PostgreSQL keeps the key of `issues`: a second row is refused there
+        _write(db, f"INSERT INTO issues SELECT * FROM issues WHERE id = '{fixed}'")
+        want["issue_ids_unique"] = (False, 1)
+        want["fixed_exactly_when_fixed_at"] = (False, 2)
+        issues_on_it = backends.value(db, "SELECT count(*) FROM issues WHERE target_id = ?", [target])
+        want["no_issues_of_unverified_targets"] = (False, issues_on_it)
+    assert _run_checks() == want
