@@ -20,7 +20,7 @@ def test_k_processes_sync_k_workspaces_into_one_database_at_the_minimum_requests
     for r in rows:
         assert r["requests"] == r["minimum"] > 0, r  # each process read its own workspace, once
         assert r["wall_seconds"] >= r["process_seconds"]["max"] > 0
-        assert r["cpu_seconds"] > 0 and r["server_cpu_seconds"] > 0 and r["simulator_cpu_seconds"] > 0, r
+        assert r["cpu_seconds"] > 0 and r["server_cpu_seconds"] > 0, r  # the simulator's 11 answers may round to 0
     assert rows[1]["minimum"] == 2 * rows[0]["minimum"]
 
 
