@@ -1,13 +1,18 @@
 """Exporter benchmark: scrape latency and memory at the large world's series count, and the snapshot's cost
 per tick.
 
-`python -m benchmarks.scrape [--quick] [--workspaces N]` (or the `python -m benchmarks` runner through
-`run(quick)`). Builds a history the size of the simulator's `--scale large` world directly in DuckDB (20
-projects, 200 targets, 50,000 issues with their events, 20,000 scans, a year of sync runs; `--workspaces N`
-copies it under N workspaces), times the snapshot build, writes one part per workspace, then starts
-`scanwatch exporter` as a subprocess and scrapes it: once at rest, and once while a writer replaces the
-parts one after another as fast as a sync loop could (every scrape then re-reads a new part). Prints a
-table and writes JSON to benchmarks/results/.
+`python -m benchmarks.scrape [--quick] [--workspaces N] [--store files|postgres]` (or the `python -m
+benchmarks` runner through `run(quick)`). Builds a history the size of the simulator's `--scale large` world
+directly in DuckDB (20 projects, 200 targets, 50,000 issues with their events, 20,000 scans, a year of sync
+runs; `--workspaces N` copies it under N workspaces), times the snapshot build, writes one part per workspace,
+then starts `scanwatch exporter` as a subprocess and scrapes it: once at rest, and once while a writer
+replaces the parts one after another as fast as a sync loop could (every scrape then re-reads a new part).
+Prints a table and writes JSON to benchmarks/results/.
+
+`--store postgres` keeps the snapshot as a PostgreSQL history keeps it: the same history copied into a scratch
+PostgreSQL 15 server (tests/pg_server.py), its parts built there and written to `snapshot_parts`, the exporter
+reading them with its own connection (no file), the writer replacing rows; it also times one workspace's part
+build on each engine, as a run's step opens the history.
 
 `python -m benchmarks.scrape --tick 1,10,50` measures what a schedule tick costs the snapshot with K
 workspaces: each workspace's run rebuilds its own part, so a tick is K part builds (each filtered to its
@@ -143,13 +148,26 @@ _STAMP = re.compile(rb"^secscan_snapshot_generated_timestamp_seconds(?:\{[^}]*\}
 _UNREADABLE = re.compile(rb"^secscan_snapshot_readable(?:\{[^}]*\})? 0", re.MULTILINE)
 
 
-def _writer(parts: dict[str, dict], path: str, stop, writes, every: float) -> None:
-    """Replace one workspace's part after another, atomically, as each workspace's run does; each replacement
-    is a new file (its time moves)."""
-    from exporters.snapshot_format import encode_snapshot
+def _store(where: str):
+    """The store a run writes to: a folder, or (a postgresql:// URL) the history's snapshot_parts table."""
     from exporters.snapshot_store import FileStore
 
-    store, names = FileStore(Path(path)), sorted(parts)
+    if not where.startswith("postgresql://"):
+        return FileStore(Path(where))
+    import psycopg
+
+    from exporters.snapshot_database import DatabaseStore
+    from pipelines.history_location import HistoryLocation
+
+    return DatabaseStore(psycopg.connect(where, autocommit=True), HistoryLocation(where))
+
+
+def _writer(parts: dict[str, dict], where: str, stop, writes, every: float) -> None:
+    """Replace one workspace's part after another, atomically, as each workspace's run does; each replacement
+    is a new file or row (its time moves)."""
+    from exporters.snapshot_format import encode_snapshot
+
+    store, names = _store(where), sorted(parts)
     while not stop.is_set():
         name = names[writes.value % len(names)]
         part = parts[name]
@@ -166,14 +184,47 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
     return {"median_ms": statistics.median(ordered) * 1000, "p99_ms": p99 * 1000, "max_ms": ordered[-1] * 1000}
 
 
-def run(quick: bool = False, workspaces: int = 1) -> dict:
+# The history's tables a snapshot reads, copied as they are from the DuckDB history into PostgreSQL.
+COPIED = ("accounts", "projects", "targets", "scans", "issues", "issue_events", "quota_snapshots", "sync_runs")
+
+
+def copy_history(duck, url: str) -> None:
+    """The DuckDB history's rows into a fresh PostgreSQL history at `url` (migrated by scanwatch), by COPY."""
+    from pipelines.storage import connect
+
+    with connect(url) as pg:
+        for table in COPIED:
+            cursor = duck.execute(f"SELECT * FROM {table}")
+            columns = ", ".join(f'"{d[0]}"' for d in cursor.description)
+            with pg.raw.cursor() as out, out.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in cursor.fetchall():
+                    copy.write_row(row)
+        pg.execute("ANALYZE")
+
+
+def part_build_seconds(db: str, workspace_id: str, repeats: int = 3) -> float:
+    """The best of `repeats` builds of one workspace's part, each on the history opened afresh (a run's step)."""
+    from pipelines.snapshot import build_part
+    from pipelines.storage import connect
+
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        with connect(db) as conn:
+            build_part(conn, workspace_id=workspace_id, label=None, now=NOW)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def run(quick: bool = False, workspaces: int = 1, store: str = "files") -> dict:
     """Run the benchmark; `quick` scrapes fewer times (same world size); `workspaces` copies the large
-    world's history that many times under distinct workspaces. Returns the figures as a dict."""
+    world's history that many times under distinct workspaces; `store` is where the exporter reads the parts
+    (`files`, or `postgres`: the history's snapshot_parts). Returns the figures as a dict."""
     from exporters.snapshot_format import encode_snapshot
-    from exporters.snapshot_store import FileStore
     from pipelines.snapshot import build_parts
 
     scrapes = 100 if quick else 300
+    server = None
     with tempfile.TemporaryDirectory(prefix="scanwatch-bench-") as tmp_name:
         tmp = Path(tmp_name)
         started = time.perf_counter()
@@ -183,17 +234,31 @@ def run(quick: bool = False, workspaces: int = 1) -> dict:
 
             replicate_workspaces(conn, workspaces)
         history_s = time.perf_counter() - started
+        builds: dict[str, float] = {}
+        if store == "postgres":
+            from tests.pg_server import PgServer
+
+            server = PgServer.start()
+            url = server.url(server.create_database("history"))
+            copy_history(conn, url)
+            conn.close()
+            builds = {"duckdb": part_build_seconds(str(tmp / "history.duckdb"), "ws-1"),
+                      "postgres": part_build_seconds(url, "ws-1")}
+            from pipelines.storage import connect
+
+            conn = connect(url)
         started = time.perf_counter()
         parts = build_parts(conn, now=NOW)
         build_s = time.perf_counter() - started
         conn.close()
-        snap_path = tmp / "metrics.json"
+        where = url if store == "postgres" else str(tmp / "metrics.json")
         started = time.perf_counter()
-        FileStore(snap_path).replace_all({name: encode_snapshot(part) for name, part in parts.items()})
+        _store(where).replace_all({name: encode_snapshot(part) for name, part in parts.items()})
         write_s = time.perf_counter() - started
-        snapshot_bytes = sum(p.stat().st_size for p in snap_path.iterdir())
+        snapshot_bytes = sum(len(encode_snapshot(part)) for part in parts.values())
         port = _free_port()
-        env = {**os.environ, "SCANWATCH_SNAPSHOT": str(snap_path)}
+        env = {k: v for k, v in os.environ.items() if k not in ("SCANWATCH_SNAPSHOT", "SCANWATCH_DB")}
+        env.update({"SCANWATCH_DB": url} if store == "postgres" else {"SCANWATCH_SNAPSHOT": where})
         proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "exporter", "--listen-address", "127.0.0.1",
                                  "--port", str(port), "--critical-issue-info", "50"], env=env, cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -211,7 +276,7 @@ def run(quick: bool = False, workspaces: int = 1) -> dict:
             ctx = multiprocessing.get_context("spawn")
             stop = ctx.Event()
             writes = ctx.Value("i", 0)
-            writer = ctx.Process(target=_writer, args=(parts, str(snap_path), stop, writes, 0.25))
+            writer = ctx.Process(target=_writer, args=(parts, where, stop, writes, 0.25))
             writer.start()
             under_writes, first_after_change = [], []
             try:
@@ -233,11 +298,15 @@ def run(quick: bool = False, workspaces: int = 1) -> dict:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+            if server is not None:
+                server.stop()
     result = {
         "benchmark": "scrape",
         "quick": quick,
+        "store": store,
         "world": LARGE,
         "workspaces": workspaces,
+        "part_build_s": {k: round(v, 3) for k, v in builds.items()},
         "series": series,
         "snapshot_bytes": snapshot_bytes,
         "history_build_s": round(history_s, 2),
@@ -260,10 +329,13 @@ def run(quick: bool = False, workspaces: int = 1) -> dict:
 
 
 def _report(result: dict) -> None:
+    engine = "PostgreSQL" if result["store"] == "postgres" else "DuckDB"
     rows = [
         ("series per scrape", f"{result['series']:,}"),
         ("snapshot size", f"{result['snapshot_bytes'] / 1024:,.0f} KiB"),
-        ("snapshot build (DuckDB, 50k issues)", f"{result['snapshot_build_s'] * 1000:,.0f} ms"),
+        (f"snapshot build ({engine}, 50k issues)", f"{result['snapshot_build_s'] * 1000:,.0f} ms"),
+        *[(f"one workspace's part on a fresh connection ({name})", f"{seconds * 1000:,.0f} ms")
+          for name, seconds in result["part_build_s"].items()],
         ("scrape at rest: median / p99",
          f"{result['at_rest']['median_ms']:.1f} / {result['at_rest']['p99_ms']:.1f} ms"),
         ("exporter CPU per scrape at rest", f"{result['exporter_cpu_ms_per_scrape_at_rest']:.2f} ms"),
@@ -278,7 +350,8 @@ def _report(result: dict) -> None:
          "{idle} / {under_writes} / {peak} MiB".format(**result["exporter_rss_mib"])),
     ]
     print_and_save(f"scanwatch exporter benchmark ({result['workspaces']} x large world, {result['scrapes']} "
-                   "scrapes at rest)", rows, result)
+                   f"scrapes at rest, parts in {'PostgreSQL' if result['store'] == 'postgres' else 'files'})",
+                   rows, result)
 
 
 def print_and_save(title: str, rows: list[tuple[str, str]], result: dict) -> None:
@@ -353,4 +426,6 @@ if __name__ == "__main__":
         count = next((int(a.split("=", 1)[1]) for a in args if a.startswith("--workspaces=")), 1)
         if "--workspaces" in args:
             count = int(args[args.index("--workspaces") + 1])
-        run(quick="--quick" in args, workspaces=count)
+        given = args[args.index("--store") + 1] if "--store" in args and len(args) > args.index("--store") + 1 \
+            else "files"
+        run(quick="--quick" in args, workspaces=count, store=given)

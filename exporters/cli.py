@@ -10,6 +10,10 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from exporters.snapshot_store import SnapshotStore
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=settings.exporter_port,
                         help=f"port to serve /metrics on (default {EXPORTER_PORT})")
     parser.add_argument("--snapshot", type=Path, default=None,
-                        help="metrics snapshot to serve (default: SCANWATCH_SNAPSHOT, else beside SCANWATCH_DB)")
+                        help="metrics snapshot folder to serve (default: SCANWATCH_SNAPSHOT; else a PostgreSQL "
+                             "SCANWATCH_DB's own snapshot_parts table, or the folder beside a DuckDB SCANWATCH_DB)")
     parser.add_argument("--tls-cert", default=None, help="PEM certificate: serve /metrics over HTTPS")
     parser.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
     parser.add_argument("--critical-issue-info", type=int, default=settings.exporter_critical_info, metavar="N",
@@ -39,9 +44,21 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         print("scanwatch exporter: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
-    from pipelines.settings import Settings
+    from pipelines.settings import ConfigError, Settings
 
-    snapshot = args.snapshot or Settings.load().paths.snapshot
+    settings = Settings.load()
+    snapshot: Path | SnapshotStore = args.snapshot or settings.paths.snapshot
+    shown = str(snapshot)
+    if args.snapshot is None and settings.snapshot_in_history:
+        try:
+            history = settings.history
+        except ConfigError as exc:
+            print(f"scanwatch exporter: {exc}", file=sys.stderr)
+            return 2
+        from exporters.snapshot_database import PolledStore
+
+        snapshot = PolledStore(history)  # read-only, its own connection; the password stays with libpq
+        shown = f"{history.masked} (snapshot_parts)"
     from exporters.server import serve
 
     # A new snapshot is built in a background thread; a short GIL switch interval lets concurrent scrapes
@@ -57,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     bound = server.server_address
     url = _url("https" if args.tls_cert else "http", bound)
-    print(f"scanwatch exporter: serving {url} (bound to {bound[0]} port {bound[1]}) from {snapshot}", flush=True)
+    print(f"scanwatch exporter: serving {url} (bound to {bound[0]} port {bound[1]}) from {shown}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

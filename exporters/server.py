@@ -27,6 +27,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from exporters.app import make_app
 from exporters.collector import SecscanCollector
 from exporters.exposition import Exposition
+from exporters.snapshot_store import SnapshotStore
 from exporters.source import SnapshotSource
 
 MAX_HEAD_BYTES = 8 * 1024
@@ -88,11 +89,11 @@ class RunningExporter:
         self._thread.join(timeout)
 
 
-def _exposition(snapshot: Path, critical_info_limit: int) -> Exposition:
+def _exposition(snapshot: Path | SnapshotStore, critical_info_limit: int) -> Exposition:
     return Exposition(SecscanCollector(SnapshotSource(snapshot), critical_info_limit=critical_info_limit))
 
 
-def build_registry(snapshot: Path, *, critical_info_limit: int = 0) -> CollectorRegistry:
+def build_registry(snapshot: Path | SnapshotStore, *, critical_info_limit: int = 0) -> CollectorRegistry:
     """The registry /metrics serves (scanwatch's series and the process metrics), for `generate_latest`."""
     return _exposition(snapshot, critical_info_limit).registry()
 
@@ -111,7 +112,7 @@ def _bind(address: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(snapshot: Path, *, address: str = "0.0.0.0", port: int = 9817, certfile: str | None = None,
+def serve(snapshot: Path | SnapshotStore, *, address: str = "0.0.0.0", port: int = 9817, certfile: str | None = None,
           keyfile: str | None = None, critical_info_limit: int = 0, exchange_seconds: float = EXCHANGE_SECONDS,
           max_connections: int = MAX_CONNECTIONS) -> tuple[RunningExporter, threading.Thread]:
     """Bind, then serve in a background thread; OSError (or ssl.SSLError) when it cannot start."""

@@ -3,7 +3,8 @@
 A scrape must never fail because a sync is running or crashed half way: the pipeline replaces a part
 atomically, and if one is ever unreadable, not a regular file or too large, the exporter keeps serving that
 part's last good document, saying so through `secscan_snapshot_readable{workspace} 0`, while the other
-workspaces' parts stay fresh. A part the pipeline removed leaves the exporter with it.
+workspaces' parts stay fresh. A store that cannot be listed at all (a folder gone, a database down) marks
+every part so, and each is read again once it answers. A part the pipeline removed leaves the exporter with it.
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ class SnapshotSource:
         except SnapshotError as exc:  # tried again next scrape (a chmod, or the first sync, may fix it)
             self._listed, self._key = False, ("unreadable", str(exc))
             self._fail((None, str(exc)), str(exc))
-            self._parts = {n: PartState(n, p.doc, False, p.key) for n, p in self._parts.items()}
+            # Each part is read again once the store answers: a server back up holds the same parts.
+            self._parts = {n: PartState(n, p.doc, False, None) for n, p in self._parts.items()}
             return
         self._listed, self._key = True, tuple(sorted(keys.items()))
         self._failed = {k for k in self._failed if k[0] is not None}

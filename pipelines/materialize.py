@@ -177,10 +177,9 @@ def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile
         outcome.error = event.step_failure_data.error
         break
     if not result.success:  # Dagster skips the snapshot after a failed asset: its part shows the failure now
-        from pipelines.settings import Settings
         from pipelines.snapshot import refresh_after_failure
 
-        refresh_after_failure(Settings.load().paths.db, workspace)
+        refresh_after_failure(None, workspace)
     for event in result.all_events:
         data = getattr(event, "event_specific_data", None)
         if event.event_type_value == "ASSET_CHECK_EVALUATION" and not data.passed:

@@ -47,6 +47,12 @@ class Settings:
         file = (self._env.get("SCANWATCH_WORKSPACES_FILE") or "").strip()
         self.workspaces_file: Path | None = Path(file) if file else None
 
+    @property
+    def snapshot_in_history(self) -> bool:
+        """Whether the metrics snapshot lives in the history's own database: a PostgreSQL history keeps it there
+        unless SCANWATCH_SNAPSHOT names a folder, so run pods and the exporter share no disk."""
+        return HistoryLocation(self._db).is_postgres and not self._env.get("SCANWATCH_SNAPSHOT")
+
     @cached_property
     def history(self) -> HistoryLocation:
         """The history (`SCANWATCH_DB`): a DuckDB file or a PostgreSQL URL, checked on first use."""

@@ -126,8 +126,8 @@ def point_at(mp: Any, sim: Any, db: str | Path) -> None:
 
 def sync_history(*, full_reconcile: bool = False, workspace: str = "default") -> Any:
     """One run of the ingestion assets and the history checks, as `scanwatch sync` runs them, from the
-    environment (`SCANWATCH_DB` and the service's variables): everything but the metrics snapshot, whose
-    queries are not yet written for PostgreSQL. Returns Dagster's result."""
+    environment (`SCANWATCH_DB` and the service's variables): everything but the metrics snapshot, which the
+    tests of the snapshot run themselves. Returns Dagster's result."""
     import dagster as dg
 
     from pipelines.assets import ALL_ASSETS

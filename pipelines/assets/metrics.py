@@ -25,24 +25,27 @@ def metrics_snapshot(
     context: dg.AssetExecutionContext, config: SnapshotConfig, history: HistoryResource,
     scanning_service: ScanningServiceResource,
 ) -> dg.MaterializeResult:
-    """The workspace's part of the metrics snapshot: its aggregates, computed in DuckDB from its rows only and
-    written atomically as one JSON file. The exporter serves every workspace's part together, never the
-    database, so a scrape never waits for a sync and never takes DuckDB's lock; a workspace's run costs what
-    that workspace holds, whatever the others hold. Its run is recorded once the part is in place (a write
-    that fails is recorded as a failure): the part carries this sync's other assets and this asset's
-    previous run.
+    """The workspace's part of the metrics snapshot: its aggregates, computed by the history's database from
+    its rows only and replaced atomically: a JSON file in the snapshot's folder beside a DuckDB history, or
+    its row of a PostgreSQL history's `snapshot_parts` table (so run pods and the exporter share no disk).
+    The exporter serves every workspace's part together, never the history's tables, so a scrape never waits
+    for a sync and never takes DuckDB's lock; a workspace's run costs what that workspace holds, whatever the
+    others hold. Its run is recorded once the part is in place (a write that fails is recorded as a failure):
+    the part carries this sync's other assets and this asset's previous run.
 
     At the end of a workspace's first sync it also reconstructs the days before it from the scans and issues
-    just read (`scanwatch backfill`), so the history starts with the past the service already held."""
+    just read (`scanwatch backfill`), after the part is written: the snapshot reads none of what the
+    reconstruction writes, so a reconstruction that fails never holds back the workspace's fresh metrics."""
     with sync_step(context, "metrics_snapshot", history, scanning_service, partition_workspace(context),
                    reads_service=False) as step, step.db() as conn:
-        rebuilt = reconstruct(conn, now=step.now, only_new=True)
-        for result in rebuilt:
-            context.log.info("reconstructed the past of %s", result.describe())
         part = refresh_snapshot(conn, workspace_id=step.workspace_id, label=step.label,
                                 path=Path(config.path) if config.path else None, now=step.now,
                                 sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
                                 critical_new_limit=config.critical_new_limit)
-    return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(part.location), "bytes": part.bytes,
-                                          "parts_written": part.parts,
+        rebuilt = reconstruct(conn, now=step.now, only_new=True)
+        for result in rebuilt:
+            context.log.info("reconstructed the past of %s", result.describe())
+    where = dg.MetadataValue.text(part.location) if conn.engine.name == "postgres" else \
+        dg.MetadataValue.path(part.location)
+    return dg.MaterializeResult(metadata={"path": where, "bytes": part.bytes, "parts_written": part.parts,
                                           "workspaces_reconstructed": len(rebuilt), **step.metadata})

@@ -31,7 +31,7 @@ SELECT
     a.service_version,
     epoch(a.last_observed_at) AS last_observed_at,
     epoch((SELECT max(finished_at) FROM good_runs)) AS last_success,
-    (SELECT arg_max(rate_limit_remaining, finished_at) FROM runs WHERE rate_limit_remaining IS NOT NULL)
-        AS rate_limit_remaining
+    (SELECT rate_limit_remaining FROM runs WHERE rate_limit_remaining IS NOT NULL AND finished_at IS NOT NULL
+     ORDER BY finished_at DESC, run_id DESC LIMIT 1) AS rate_limit_remaining
 FROM accounts AS a
 WHERE a.workspace_id = $workspace_id;

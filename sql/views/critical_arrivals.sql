@@ -41,7 +41,7 @@ latest AS (
     WHERE observed_at = arrived_at
     GROUP BY workspace_id, issue_id, arrived_at
 ),
-baseline AS (
+baseline AS MATERIALIZED (
     SELECT workspace_id, min(finished_at) AS baseline_at
     FROM workspace_runs
     WHERE asset = 'issues' AND status = 'success'

@@ -3,17 +3,24 @@
 -- issues under it never moves a count down when a severity changes: `secscan_issues_detected_total` and the
 -- backfilled past of the open issues both read it.
 CREATE VIEW first_severities AS
+-- The first of each issue's events of a kind, ranked rather than aggregated with arg_min (which PostgreSQL's
+-- compatibility layer evaluates row by row); the workspace leads the partition, so a reader of one
+-- workspace still ranks that workspace's events only.
 WITH opened AS (
-    SELECT workspace_id, issue_id, arg_min(severity, observed_at) AS severity
-    FROM issue_events
-    WHERE event = 'opened' AND severity IS NOT NULL
-    GROUP BY workspace_id, issue_id
+    SELECT workspace_id, issue_id, severity
+    FROM (SELECT workspace_id, issue_id, severity,
+                 row_number() OVER (PARTITION BY workspace_id, issue_id ORDER BY observed_at, severity) AS n
+          FROM issue_events
+          WHERE event = 'opened' AND severity IS NOT NULL AND observed_at IS NOT NULL) AS e
+    WHERE n = 1
 ),
 changed AS (
-    SELECT workspace_id, issue_id, arg_min(from_value, observed_at) AS severity
-    FROM issue_events
-    WHERE event = 'severity_changed' AND from_value IS NOT NULL
-    GROUP BY workspace_id, issue_id
+    SELECT workspace_id, issue_id, from_value AS severity
+    FROM (SELECT workspace_id, issue_id, from_value,
+                 row_number() OVER (PARTITION BY workspace_id, issue_id ORDER BY observed_at, from_value) AS n
+          FROM issue_events
+          WHERE event = 'severity_changed' AND from_value IS NOT NULL AND observed_at IS NOT NULL) AS e
+    WHERE n = 1
 )
 SELECT
     i.workspace_id,

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("pipelines", "pipelines.credentials", "pipelines.settings", "pipelines.workspaces_file",
               "pipelines.vocabulary", "pipelines.sqlfiles", "pipelines.text", "pipelines.milestones",
-              "pipelines.scan_budget", "exporters.snapshot_format", "exporters.snapshot_store", "exporters.catalogue",
+              "pipelines.scan_budget", "exporters.snapshot_format", "exporters.snapshot_store",
+              "exporters.snapshot_database", "exporters.catalogue",
               "exporters.text", "pipelines.history_location",
               "exporters.families")),
     ("api", ("pipelines.api", "pipelines.api.*")),

@@ -60,10 +60,13 @@ def test_helm_lints_the_chart():
     assert report["errors"] == [] and [m for m in report["messages"] if m["severity"] > 1] == [], report
 
 
+DASHBOARDS = len(list((ROOT / "grafana" / "dashboards").glob("*.json")))  # one ConfigMap each
+
+
 def test_every_manifest_passes_kubernetes_schemas():
     docs = render(ALL_ON)
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds == ["ConfigMap", "ConfigMap", "Deployment", "PrometheusRule", "Service", "ServiceMonitor"]
+    assert kinds == [*["ConfigMap"] * DASHBOARDS, "Deployment", "PrometheusRule", "Service", "ServiceMonitor"]
     for doc in docs:
         if (doc["apiVersion"], doc["kind"]) in CRDS:
             continue  # no schema offline for prometheus-operator's kinds: checked field by field below
@@ -77,7 +80,7 @@ def test_a_missing_secret_name_stops_the_render_with_what_to_set():
 
 def test_by_default_no_operator_kinds_and_the_dashboards_on():
     kinds = sorted(d["kind"] for d in render({"secret": {"name": "s"}}))
-    assert kinds == ["ConfigMap", "ConfigMap", "Deployment", "Service"]
+    assert kinds == [*["ConfigMap"] * DASHBOARDS, "Deployment", "Service"]
 
 
 def test_the_exporter_probes_and_reads_the_history_from_the_secret_only():
@@ -171,3 +174,28 @@ def test_the_dagster_chart_values_run_the_code_location_with_secrets_from_a_secr
     assert values["postgresql"]["postgresqlScheme"] == instance["storage"]["postgres"]["postgres_db"]["scheme"]
     image = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
     assert deployment["image"]["tag"] == image
+
+
+def test_the_exporter_shares_no_volume_with_the_runs_and_reads_the_snapshot_from_the_history():
+    pod = one(render(ALL_ON), "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    # Its only volume is its own scratch space: the snapshot is the history's snapshot_parts table.
+    assert pod["volumes"] == [{"name": "tmp", "emptyDir": {}}]
+    assert container["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
+    assert "--snapshot" not in container["command"]
+    assert not any(e["name"] == "SCANWATCH_SNAPSHOT" for e in container["env"])
+    values = yaml.safe_load(DAGSTER_VALUES.read_text())
+    (deployment,) = values["dagster-user-deployments"]["deployments"]
+    assert not {"volumes", "volumeMounts"} & set(deployment)  # the code location and its runs need no disk either
+    assert not {"volumes", "volumeMounts"} & set(values["runLauncher"]["config"]["k8sRunLauncher"])
+    assert not any(e["name"] == "SCANWATCH_SNAPSHOT" for e in deployment["env"])
+
+
+def test_the_exporter_can_take_a_readers_url_and_a_password_kept_apart_from_the_secret():
+    docs = render({**ALL_ON, "secret": {"name": "scanwatch", "passwordKey": "PGPASSWORD"},
+                   "exporter": {"databaseUrlKey": "SCANWATCH_READER_DB"}})
+    (container,) = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["env"] == [
+        {"name": "SCANWATCH_DB", "valueFrom": {"secretKeyRef": {"name": "scanwatch", "key": "SCANWATCH_READER_DB"}}},
+        {"name": "PGPASSWORD", "valueFrom": {"secretKeyRef": {"name": "scanwatch", "key": "PGPASSWORD"}}}]
+    kubernetes_validate.validate(one(docs, "Deployment"), K8S_VERSION, strict=True)

@@ -79,6 +79,18 @@ def test_each_service_runs_its_part(compose):
     assert set(services["exporter"]["environment"]) == {"SCANWATCH_DB", "PGPASSWORD"}
 
 
+def test_the_exporter_shares_no_disk_with_the_code_location_and_reads_the_snapshot_from_the_history(compose):
+    services = compose["services"]
+    exporter = services["exporter"]
+    assert "volumes" not in exporter and exporter["read_only"] is True  # a tmpfs of its own, nothing shared
+    assert exporter["environment"]["SCANWATCH_DB"].startswith("postgresql://")
+    assert "--snapshot" not in exporter["command"]
+    for name, service in services.items():
+        assert "SCANWATCH_SNAPSHOT" not in service.get("environment", {}), name  # the snapshot is in the history
+    assert compose["services"]["scanwatch-code"]["environment"]["SCANWATCH_DB"] == \
+        exporter["environment"]["SCANWATCH_DB"]  # the database the runs write the parts into
+
+
 def test_no_credential_is_written_in_the_file(compose):
     text = COMPOSE.read_text()
     for service in compose["services"].values():

@@ -15,6 +15,34 @@ def history_conn():
 
 
 @pytest.fixture
+def fresh_history(new_history):
+    """Makes fresh, migrated histories on DuckDB (in memory, as `fresh_db`), then on a real PostgreSQL: for the
+    tests of what the snapshot holds, which both engines must compute alike."""
+    from pipelines.storage import connect
+    from tests.backends import is_postgres
+
+    opened = []
+
+    def make():
+        db = new_history()
+        conn = connect(db) if is_postgres(db) else fresh_db()
+        opened.append(conn)
+        return conn
+
+    yield make
+    for conn in opened:
+        conn.close()
+
+
+@pytest.fixture
+def engine_history_conn(fresh_history):
+    """The known history (tests/exporter/history.py) on each engine."""
+    conn = fresh_history()
+    load_history(conn)
+    return conn
+
+
+@pytest.fixture
 def snapshot(history_conn) -> dict:
     return build_snapshot(history_conn, now=NOW, critical_info_limit=2)
 

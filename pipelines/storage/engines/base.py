@@ -96,6 +96,14 @@ class Engine:
         """Let the planner know a freshly filled temp table (`capabilities.analyse_context`)."""
 
     # --- readers
+    # Begins a transaction whose statements all see one committed state (a snapshot's tables agree).
+    begin_read = "BEGIN TRANSACTION"
+
+    @contextmanager
+    def session(self, conn: Connection) -> Iterator[Connection]:
+        """The same history on a connection whose transactions never touch one the caller holds open."""
+        raise NotImplementedError
+
     def grant_views(self, conn: Connection, views: Sequence[str]) -> None:
         """Let the views layer's readers read `views` (called whenever the writer opens the history)."""
 

@@ -85,6 +85,15 @@ class DuckDBEngine(Engine):
     def row_hash(self, columns: str) -> str:
         return f"hash({columns})"
 
+    @contextmanager
+    def session(self, conn: Connection) -> Iterator[Connection]:
+        """A cursor: DuckDB's second connection to the same database, with transactions of its own."""
+        cursor = Connection(conn.raw.cursor(), self, conn.location)
+        try:
+            yield cursor
+        finally:
+            cursor.close()
+
 
 DUCKDB = DuckDBEngine()
 

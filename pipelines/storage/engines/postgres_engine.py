@@ -190,6 +190,23 @@ class PostgresEngine(Engine):
     def analyse(self, conn: Connection, table: str) -> None:
         conn.execute(f"ANALYZE {table}")
 
+    # --- readers
+    # READ COMMITTED gives each statement its own snapshot: a read of several statements asks for one.
+    begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+    @contextmanager
+    def session(self, conn: Connection) -> Iterator[Connection]:
+        """The connection itself when no transaction is open on it (the usual case: a step between its
+        transactions), else a second connection to the same database."""
+        if conn.raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            yield conn
+            return
+        own = self.open(conn.location)
+        try:
+            yield own
+        finally:
+            own.close()
+
     # --- writers
     @contextmanager
     def migrating(self, conn: Connection) -> Iterator[None]:
