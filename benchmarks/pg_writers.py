@@ -8,7 +8,7 @@ again, back to back, so the host's load is bracketed), a fresh database on one s
 (tests/pg_server.py), then K sync processes started together, one key each: the processes stand in for run
 pods on different nodes (no shared Python lock, no Dagster pool). Each runs what `scanwatch sync` runs less
 the metrics snapshot (the ingestion assets and the history checks), or with `--whole-sync` the command itself,
-snapshot included, once the snapshot is built on a PostgreSQL history.
+snapshot included.
 
 Per K: the wall from the start of the first to the end of the last, each process's own wall, the requests
 the service counted (429s included) against the minimum the worlds need (benchmarks/oracle.py, walked once on
