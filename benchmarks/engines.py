@@ -19,16 +19,18 @@ import json
 import statistics
 import sys
 import tempfile
-import threading
 from pathlib import Path
+
+from benchmarks.sampling import Sampler
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 RAISED = 1_000_000
 
 
-def _child() -> int:
-    """One sync in this process: the ingestion assets and the checks, from the environment; prints metadata."""
+def _child(workspace: str = "default") -> int:
+    """One sync in this process: the ingestion assets and the checks of `workspace` (its name in
+    SCANWATCH_WORKSPACES_FILE, or default), from the environment; prints metadata."""
     import dagster as dg
 
     from pipelines.assets import ALL_ASSETS
@@ -40,24 +42,40 @@ def _child() -> int:
             [*ALL_ASSETS, *history_checks], resources=default_resources(), instance=instance,
             selection=dg.AssetSelection.all() - dg.AssetSelection.assets("metrics_snapshot"),
             run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
-            raise_on_error=False, partition_key="default")
+            raise_on_error=False, partition_key=workspace)
         metadata = {}
         for event in result.get_asset_materialization_events():
             mat = event.event_specific_data.materialization
             metadata[mat.asset_key.to_user_string()] = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
         errors = [e.step_failure_data.error.message.strip()[:1000] for e in result.get_step_failure_events()]
-    print(json.dumps({"success": result.success, "metadata": metadata, "errors": errors}, default=str))
+        steps = _step_seconds(instance, result.run_id)
+    print(json.dumps({"success": result.success, "metadata": metadata, "errors": errors, "steps": steps},
+                     default=str))
     return 0 if result.success else 1
 
 
-class ServerMemory:
+def _step_seconds(instance, run_id: str) -> dict[str, float]:
+    """Each step's seconds, from its start to its end as the run's event log has them: where a sync's time went."""
+    started: dict[str, float] = {}
+    seconds: dict[str, float] = {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None or event.step_key is None:
+            continue
+        if event.event_type_value == "STEP_START":
+            started[event.step_key] = entry.timestamp
+        elif event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE") and event.step_key in started:
+            seconds[event.step_key] = round(entry.timestamp - started[event.step_key], 2)
+    return seconds
+
+
+class ServerMemory(Sampler):
     """The PostgreSQL cluster's peak memory while it runs: private RSS of every server process, summed."""
 
     def __init__(self, data_dir: Path) -> None:
+        super().__init__()
         self.pid = int((data_dir / "postmaster.pid").read_text().split()[0])
         self.peak_kib = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _processes(self) -> list[int]:
         found = [self.pid]
@@ -79,18 +97,8 @@ class ServerMemory:
             pass
         return 0
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak_kib = max(self.peak_kib, sum(self._private_kib(p) for p in self._processes()))
-            self._stop.wait(0.2)
-
-    def __enter__(self) -> ServerMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def sample(self) -> None:
+        self.peak_kib = max(self.peak_kib, sum(self._private_kib(p) for p in self._processes()))
 
 
 def _sync(sim, db: str, server=None) -> dict:
@@ -111,7 +119,8 @@ def _sync(sim, db: str, server=None) -> dict:
         raise RuntimeError(f"sync into {db.split('@')[-1]} failed: {out[-2000:]}")
     issues = body["metadata"].get("issues", {})
     row = {"seconds": round(seconds, 2), "peak_rss_mib": round(rss, 1), "requests": sim.request_count() - before,
-           "merge_seconds": issues.get("merge_seconds"), "issues_read": issues.get("issues_read")}
+           "merge_seconds": issues.get("merge_seconds"), "issues_read": issues.get("issues_read"),
+           "steps": body.get("steps", {})}
     if memory:
         row["server_private_mib"] = round(memory.peak_kib / 1024, 1)
     return row
@@ -156,11 +165,12 @@ def measure(scale: str, repeats: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--workspace", default="default", help=argparse.SUPPRESS)
     parser.add_argument("--scale", default="large")
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
     if args.child:
-        return _child()
+        return _child(args.workspace)
     result = measure(args.scale, args.repeats)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "engines.json").write_text(json.dumps(result, indent=2))
@@ -173,6 +183,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{phase} | {d['seconds']} s | {p['seconds']} s | {s['ratio']} x | {d['peak_rss_mib']} / "
               f"{p['peak_rss_mib']} MiB | {d['merge_seconds']} / {p['merge_seconds']} s | "
               f"{p['server_private_mib']} MiB")
+    first = {engine: result["runs"][engine][0] for engine in ("duckdb", "postgres")}
+    print("step (first run) | first sync: DuckDB / PostgreSQL | re-sync: DuckDB / PostgreSQL")
+    for step in first["postgres"]["first"]["steps"]:
+        print(f"{step} | " + " | ".join(
+            f"{first['duckdb'][phase]['steps'].get(step)} / {first['postgres'][phase]['steps'].get(step)} s"
+            for phase in ("first", "resync")))
     return 0
 
 

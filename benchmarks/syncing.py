@@ -10,6 +10,7 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from benchmarks.sim import SimProcess
@@ -68,7 +69,7 @@ def sync_in_process(sim: SimProcess, db: str, *, full_reconcile: bool = False) -
 
 
 def measured_child(cmd: list[str], env: dict[str, str] | None = None,
-                   timeout: float = 900) -> tuple[int, float, float, str]:
+                   timeout: float = 900, cwd: Path | None = None) -> tuple[int, float, float, str]:
     """Run a command; return (exit code, wall seconds, peak RSS in MB of this child alone, output tail).
 
     The peak is the child's own `VmHWM`, read from /proc every 20 ms while it runs. Not `ru_maxrss`: Linux
@@ -81,7 +82,7 @@ def measured_child(cmd: list[str], env: dict[str, str] | None = None,
     with tempfile.TemporaryFile(mode="w+") as out:
         full_env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SCANWATCH_SNAPSHOT")}
         proc = subprocess.Popen(cmd, env={**full_env, **(env or {})}, stdout=out, stderr=subprocess.STDOUT,
-                                text=True)
+                                text=True, cwd=cwd)
         deadline = started + timeout
         peak_kb = 0
         while True:

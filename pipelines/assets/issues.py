@@ -39,10 +39,12 @@ def issues(
                 "reconcile_before": step.now - timedelta(hours=config.full_reconcile_hours),
                 "only": config.project_ids,
             }).fetchall()
-            pages, first_read = conn.execute(read_sql("sync/issue_pages_estimate.sql"), {
-                "project_ids": [pid for pid, _, _ in todo], "page_size": client.page_size}).fetchall()[0]
-            expected = {pid: n for pid, n, _ in conn.execute(read_sql("sync/list_expectations.sql"),
-                                                             {"workspace_id": step.workspace_id}).fetchall()}
+            pages, first_read, expected = 0, False, {}
+            if todo:  # both count the history's issues: a re-sync that reads no list needs neither
+                pages, first_read = conn.execute(read_sql("sync/issue_pages_estimate.sql"), {
+                    "project_ids": [pid for pid, _, _ in todo], "page_size": client.page_size}).fetchall()[0]
+                expected = {pid: n for pid, n, _ in conn.execute(read_sql("sync/list_expectations.sql"),
+                                                                 {"workspace_id": step.workspace_id}).fetchall()}
 
         progress = Progress(step.named("issues"), len(todo), client)
         progress.announce(pages, floor=first_read)

@@ -40,12 +40,15 @@ def scans(
             listed = conn.execute(read_sql("sync/scan_projects.sql"), {
                 "workspace_id": step.workspace_id, "all": config.all_projects, "peek_before": peek_before,
             }).fetchall()
-            finished = {r[0] for r in conn.execute(read_sql("sync/finished_scans.sql"),
-                                                    {"workspace_id": step.workspace_id}).fetchall()}
             unfinished = conn.execute(read_sql("sync/pending_scans.sql"), {
                 "workspace_id": step.workspace_id, "limit": 1_000_000}).fetchall()
-            expected = {pid: n for pid, _, n in conn.execute(read_sql("sync/list_expectations.sql"),
-                                                             {"workspace_id": step.workspace_id}).fetchall()}
+            finished: set[str] = set()
+            expected: dict[str, int] = {}
+            if listed:  # every finished scan's id, every list's bound: only a list to read needs them
+                finished = {r[0] for r in conn.execute(read_sql("sync/finished_scans.sql"),
+                                                        {"workspace_id": step.workspace_id}).fetchall()}
+                expected = {pid: n for pid, _, n in conn.execute(read_sql("sync/list_expectations.sql"),
+                                                                 {"workspace_id": step.workspace_id}).fetchall()}
         todo = [(pid, fp) for pid, fp, _ in listed]
 
         progress = Progress(step.named("scans"), len(todo), client)

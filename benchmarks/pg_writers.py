@@ -1,0 +1,249 @@
+"""Many writers on one PostgreSQL history: K workspaces synced by K `scanwatch sync` processes at once.
+
+`python -m benchmarks.pg_writers [--counts 1,4,16] [--scale medium] [--limit 20 --window 10]`. One simulator
+process serves K independent Pro workspaces of the same world (seed 7), each behind its own key with its own
+rate limit: 20 requests per 10 s window by default, the service's 120 a minute compressed in time, so a
+sync waits on the limit as it would in production and not on Dagster's start-up. For each K (1, 4, 16, then 1
+again, back to back, so the host's load is bracketed), a fresh database on one scratch PostgreSQL 15 server
+(tests/pg_server.py), then K sync processes started together, one key each: the processes stand in for run
+pods on different nodes (no shared Python lock, no Dagster pool). Each runs what `scanwatch sync` runs less
+the metrics snapshot (the ingestion assets and the history checks), or with `--whole-sync` the command itself,
+snapshot included.
+
+Per K: the wall from the start of the first to the end of the last, each process's own wall, the requests
+the service counted (429s included) against the minimum the worlds need (benchmarks/oracle.py, walked once on
+an unlimited copy of the same worlds), and the server's lock waits: every 0.1 s, the backends of the
+database waiting on a heavyweight lock (`pg_stat_activity.wait_event_type = 'Lock'`), by lock type. A sample
+is a backend seen waiting; samples x 0.1 s approximates the time spent waiting. And the CPU seconds of the
+sync processes, of the simulator and of the server (its backends included): over the wall, the cores the
+run kept busy, which tells a host's two cores running out from the syncs waiting on something.
+
+Prints a table and writes `benchmarks/results/pg_writers.json`. Timings are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from benchmarks.sampling import Sampler
+from benchmarks.sim import SimProcess
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+SAMPLE_SECONDS = 0.1
+# Backends of this database waiting on a lock, by what they wait for: scanwatch's advisory locks are told
+# apart by their key (pipelines/storage/engines/postgres_engine.py), the low 32 bits of its hash in `objid`.
+WAITING = """
+SELECT CASE WHEN l.locktype <> 'advisory' THEN l.locktype
+            WHEN CAST(CAST(l.objid AS text) AS bigint) = hashtextextended('scanwatch migrate', 0) & 4294967295
+                THEN 'advisory: schema check'
+            ELSE 'advisory: other' END
+FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted
+WHERE a.datname = current_database() AND a.wait_event_type = 'Lock'
+"""
+
+
+def sync_env(base_url: str, key: str, db: str, name: str, folder: Path) -> dict[str, str]:
+    """The environment of one pod's sync: a workspaces file following the one workspace behind `key` under
+    its own name (a name is bound to one workspace in the history), nothing inherited from ours."""
+    file = folder / f"{name}.yml"
+    file.write_text(f"workspaces:\n  - name: {name}\n    api_key_env: BENCH_KEY\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SCANWATCH_", "DAGSTER_"))}
+    env.update({"SCANWATCH_WORKSPACES_FILE": str(file), "SCANWATCH_BASE_URL": base_url, "BENCH_KEY": key,
+                "SCANWATCH_DB": db, "PYTHONPATH": str(ROOT)})
+    return env
+
+
+def start_sync(env: dict[str, str], name: str, whole: bool) -> subprocess.Popen[str]:
+    """`scanwatch sync`, or (`whole` false) what it runs less the metrics snapshot: the ingestion assets and the
+    history checks (benchmarks/engines.py's child), for a commit whose snapshot is not built on PostgreSQL."""
+    cmd = ["pipelines.cli", "sync", "--quiet"] if whole else ["benchmarks.engines", "--child", "--workspace", name]
+    return subprocess.Popen([sys.executable, "-m", *cmd], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+class LockWaits(Sampler):
+    """Backends of one database seen waiting on a heavyweight lock, sampled every 0.1 s while it runs."""
+
+    interval = SAMPLE_SECONDS
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        super().__init__()
+        self.conn = psycopg.connect(url, autocommit=True, application_name="bench-sampler")
+        self.samples: Counter[str] = Counter()
+        self.most_at_once = 0
+
+    def sample(self) -> None:
+        rows = self.conn.execute(WAITING).fetchall()
+        self.samples.update(kind for (kind,) in rows)
+        self.most_at_once = max(self.most_at_once, len(rows))
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def summary(self) -> dict:
+        return {"samples": sum(self.samples.values()), "by_lock_type": dict(self.samples),
+                "most_at_once": self.most_at_once,
+                "approx_seconds_waited": round(sum(self.samples.values()) * SAMPLE_SECONDS, 1)}
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, reaped: bool = True) -> float:
+    """CPU seconds a process has used (user and system), with those of the children it reaped (0 once gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15 if reaped else 13]) / TICKS
+
+
+def server_cpu_seconds(data_dir: Path) -> float:
+    """The PostgreSQL server's CPU seconds so far: the postmaster with the backends it reaped, and the live ones."""
+    postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+    total = cpu_seconds(postmaster)
+    for status in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = status.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # a backend that ended meanwhile: the postmaster's reaped time has it
+        if fields[1] == str(postmaster):
+            total += cpu_seconds(int(status.parent.name), reaped=False)
+    return total
+
+
+def run_syncs(base_url: str, keys: list[str], db: str, whole: bool) -> dict:
+    """K sync processes started together; each one's wall, and the wall of them all."""
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    folder = Path(tempfile.mkdtemp(prefix="bench-pg-writers-"))
+    envs = [sync_env(base_url, key, db, f"ws{n + 1}", folder) for n, key in enumerate(keys)]
+    started = time.perf_counter()
+    procs = [start_sync(env, f"ws{n + 1}", whole) for n, env in enumerate(envs)]
+    walls, failures = [], []
+    for proc in procs:
+        out, err = proc.communicate(timeout=3600)
+        walls.append(time.perf_counter() - started)
+        if proc.returncode != 0:
+            failures.append((err.strip() or out.strip())[-500:])
+    if failures:
+        raise RuntimeError(f"{len(failures)} of {len(keys)} syncs failed: {failures[0]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"wall_seconds": round(time.perf_counter() - started, 1),
+            "cpu_seconds": round(after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime, 1),
+            "process_seconds": {"min": round(min(walls), 1), "max": round(max(walls), 1)}}
+
+
+def minimum_requests(scale: str, seed: int, count: int) -> list[int]:
+    """What each workspace's first sync needs at least, walked on an unlimited copy of the same worlds."""
+    from benchmarks.oracle import Oracle
+
+    with SimProcess(scale=scale, seed=seed, rate_limit=1_000_000, workspaces=count) as sim:
+        floors = []
+        for key in sim.keys:
+            oracle = Oracle(sim.base_url, key)
+            try:
+                floors.append(oracle.state().minimum_requests)
+            finally:
+                oracle.close()
+    return floors
+
+
+def _load() -> str:
+    """The host's load average (1, 5, 15 minutes): other work on the same cores moves every wall time."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def measure(counts: list[int], scale: str, limit: int, window: float, whole: bool, migrated: bool,
+            seed: int = 7) -> dict:
+    from tests.pg_server import PgServer
+
+    most = max(counts)
+    floors = minimum_requests(scale, seed, most)
+    server = PgServer.start(Path(tempfile.mkdtemp(prefix="bench-pg-writers-")))
+    rows = []
+    try:
+        with SimProcess(scale=scale, seed=seed, rate_limit=limit, rate_window=window, workspaces=most) as sim:
+            for k in [*counts, counts[0]]:
+                name = server.create_database()
+                db = server.url(name)
+                if migrated:  # as a deployment's first run (or `scanwatch migrate`) leaves it
+                    from pipelines.storage import connect
+
+                    connect(db).close()
+                sim.wait_for_window()  # every key starts with a fresh budget
+                load_before = _load()
+                before = sim.request_count()
+                cpu_before = cpu_seconds(sim.proc.pid), server_cpu_seconds(server.data_dir)
+                with LockWaits(db) as waits:
+                    row = run_syncs(sim.base_url, sim.keys[:k], db, whole)
+                row["simulator_cpu_seconds"] = round(cpu_seconds(sim.proc.pid) - cpu_before[0], 1)
+                row["server_cpu_seconds"] = round(server_cpu_seconds(server.data_dir) - cpu_before[1], 1)
+                row["busy_cores"] = round((row["cpu_seconds"] + row["simulator_cpu_seconds"]
+                                           + row["server_cpu_seconds"]) / row["wall_seconds"], 2)
+                synced = int(server.psql("SELECT count(DISTINCT workspace_id) FROM issues", name))
+                if synced != k:
+                    raise RuntimeError(f"{k} syncs left issues of {synced} workspaces")
+                row.update(workspaces=k, requests=sim.request_count() - before, minimum=sum(floors[:k]),
+                           lock_waits=waits.summary(), load_before=load_before, load_after=_load())
+                row["requests_over_minimum"] = round(row["requests"] / row["minimum"], 3)
+                rows.append(row)
+                print(f"[bench] K={k}: {row['wall_seconds']} s, {row['requests']} requests "
+                      f"(minimum {row['minimum']}), lock-wait samples {row['lock_waits']['samples']}, "
+                      f"load {row['load_before']} -> {row['load_after']}", file=sys.stderr, flush=True)
+    finally:
+        server.stop()
+    one = [r["wall_seconds"] for r in rows if r["workspaces"] == counts[0]]
+    base = sum(one) / len(one)
+    for r in rows:
+        r["ratio_to_one"] = round(r["wall_seconds"] / base, 2)
+    return {"benchmark": "pg_writers", "scale": scale, "command": "scanwatch sync" if whole else "ingestion + checks",
+            "rate_limit": f"{limit} per {window:g} s per key", "schema": "migrated" if migrated else "empty",
+            "floor_seconds_per_workspace": round(max(0.0, floors[0] - limit) / limit * window, 1),
+            "goal": "K = 16 at most 1.3 x K = 1", "rows": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--counts", default="1,4,16", help="the K to measure, comma-separated, the first being 1")
+    parser.add_argument("--scale", default="medium")
+    parser.add_argument("--limit", type=int, default=20, help="requests per window per key")
+    parser.add_argument("--window", type=float, default=10.0, help="seconds of one rate-limit window")
+    parser.add_argument("--fresh", action="store_true",
+                        help="give each K an empty database (its syncs create the schema), not a migrated one")
+    parser.add_argument("--whole-sync", action="store_true",
+                        help="run `scanwatch sync` itself (its metrics snapshot included) in each process")
+    args = parser.parse_args(argv)
+    result = measure([int(k) for k in args.counts.split(",")], args.scale, args.limit, args.window, args.whole_sync,
+                     not args.fresh)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "pg_writers.json").write_text(json.dumps(result, indent=2))
+    print(f"{result['command']} per process, {args.scale} worlds, {result['schema']} database, "
+          f"{result['rate_limit']} (a workspace's limit alone takes {result['floor_seconds_per_workspace']} s); "
+          "K = 1 first and last, ratios to their mean")
+    print("K | wall | ratio to K = 1 | process walls (min / max) | CPU of the syncs / simulator / server "
+          "(cores kept busy) | requests / minimum | "
+          "lock-wait samples (by type; most at once) | load before -> after")
+    for r in result["rows"]:
+        w, p = r["lock_waits"], r["process_seconds"]
+        print(f"{r['workspaces']} | {r['wall_seconds']} s | {r['ratio_to_one']} x | {p['min']} / {p['max']} s | "
+              f"{r['cpu_seconds']} / {r['simulator_cpu_seconds']} / {r['server_cpu_seconds']} s "
+              f"({r['busy_cores']}) | {r['requests']} / {r['minimum']} ({r['requests_over_minimum']} x) | "
+              f"{w['samples']} ({w['by_lock_type'] or '-'}; {w['most_at_once']}) | "
+              f"{r['load_before']} -> {r['load_after']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
