@@ -19,8 +19,8 @@ from pipelines.history_location import HistoryLocation
 from pipelines.sqlfiles import read_sql, sql_dir, transaction
 from pipelines.storage.engines import Connection, HistoryLockedError, as_connection, location_of
 from pipelines.storage.engines.duckdb_engine import DUCKDB, SETTINGS, file_writer
-from pipelines.storage.reference import write_vocabulary
-from pipelines.storage.views import drop_views, write_views
+from pipelines.storage.reference import vocabulary_current, write_vocabulary
+from pipelines.storage.views import drop_views, views_current, write_views
 
 __all__ = ["SETTINGS", "HistoryLockedError", "connect", "migrate", "reader", "schema_version", "writer"]
 
@@ -59,6 +59,8 @@ def schema_version(conn: Any) -> int:
 def migrate(conn: Any, *, target: int | None = None) -> list[int]:
     """Apply the migrations this history lacks (up to `target`); returns the versions applied."""
     conn = as_connection(conn)
+    if target is None and _up_to_date(conn):
+        return []
     applied = []
     with conn.engine.migrating(conn):
         conn.execute(read_sql("storage/schema_migrations.sql"))
@@ -85,6 +87,17 @@ def migrate(conn: Any, *, target: int | None = None) -> list[int]:
             with contextlib.suppress(*conn.engine.conflicts):  # the same race, for the views layer
                 write_views(conn)
     return applied
+
+
+def _up_to_date(conn: Connection) -> bool:
+    """Whether everything `migrate` keeps current already is, by reads alone. Every step of every sync opens
+    the history: an up-to-date one (the usual case) then takes no lock, so writers of different workspaces
+    never queue on the migration lock (PostgreSQL's advisory lock, held while another opener checks)."""
+    if not (_has_table(conn, "schema_migrations") and _has_table(conn, "view_layer")):
+        return False
+    if schema_version(conn) != latest_version() or not conn.engine.layer_current(conn):
+        return False
+    return vocabulary_current(conn) and views_current(conn)
 
 
 def _has_table(conn: Connection, name: str) -> bool:

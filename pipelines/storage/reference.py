@@ -13,18 +13,27 @@ from pipelines import vocabulary
 from pipelines.sqlfiles import execute_file, read_sql, transaction
 
 
+def _lists() -> dict[str, list[str]]:
+    return {
+        "severities": list(vocabulary.SEVERITIES),
+        "issue_statuses": list(vocabulary.ISSUE_STATUSES), "dismissed": list(vocabulary.DISMISSED_STATUSES),
+        "scan_statuses": list(vocabulary.SCAN_STATUSES), "finished": list(vocabulary.FINISHED_SCAN_STATUSES),
+    }
+
+
+def vocabulary_current(conn: Any) -> bool:
+    """Whether the history's reference tables hold this scanwatch's vocabulary (a read)."""
+    return bool(conn.execute(read_sql("reference/vocabulary_current.sql"), _lists()).fetchall()[0][0])
+
+
 def write_vocabulary(conn: Any) -> bool:
     """Rewrite `severities`, `issue_statuses` and `scan_statuses` in one transaction, and give `sla_policy`
     the default policy until a snapshot writes the one in force; returns whether anything was written.
 
     Every step of a sync opens the history, so an up-to-date copy (the usual case) costs one read, not a
     write transaction per open, and two workspaces' steps opening at once do not both rewrite it."""
-    lists = {
-        "severities": list(vocabulary.SEVERITIES),
-        "issue_statuses": list(vocabulary.ISSUE_STATUSES), "dismissed": list(vocabulary.DISMISSED_STATUSES),
-        "scan_statuses": list(vocabulary.SCAN_STATUSES), "finished": list(vocabulary.FINISHED_SCAN_STATUSES),
-    }
-    if conn.execute(read_sql("reference/vocabulary_current.sql"), lists).fetchall()[0][0]:
+    lists = _lists()
+    if vocabulary_current(conn):
         return False
     with transaction(conn):
         execute_file(conn, "reference/vocabulary.sql", {

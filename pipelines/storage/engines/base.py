@@ -107,6 +107,15 @@ class Engine:
     def grant_views(self, conn: Connection, views: Sequence[str]) -> None:
         """Let the views layer's readers read `views` (called whenever the writer opens the history)."""
 
+    def views_granted(self, conn: Connection, views: Sequence[str]) -> bool:
+        """Whether `grant_views` has nothing left to grant (a read)."""
+        return True
+
+    def layer_current(self, conn: Connection) -> bool:
+        """Whether what `migrating` keeps current besides the schema (PostgreSQL's compatibility layer) is
+        current (a read)."""
+        return True
+
 
 class Connection:
     """One open history: the driver's connection and the engine that speaks to it.

@@ -230,6 +230,13 @@ class PostgresEngine(Engine):
         if names:
             conn.execute(f"GRANT SELECT ON {', '.join(_quote(n) for n in names)} TO {_quote(VIEWS_ROLE)}")
 
+    def views_granted(self, conn: Connection, views: Sequence[str]) -> bool:
+        return not conn.execute(read_sql("storage/views_ungranted.sql"),
+                                {"role": VIEWS_ROLE, "views": list(views)}).fetchall()
+
+    def layer_current(self, conn: Connection) -> bool:
+        return _compat_held(conn) == _compat_digest()
+
     def lock_workspace(self, conn: Connection, workspace_id: str | None) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($key, 0))",
                      {"key": f"scanwatch workspace {workspace_id or ''}"})
@@ -254,12 +261,19 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _compat_digest() -> str:
+    return "scanwatch compat " + hashlib.sha256(read_sql(COMPAT_FILE).encode()).hexdigest()[:16]
+
+
+def _compat_held(conn: Connection) -> str | None:
+    return conn.execute("SELECT obj_description(to_regprocedure('epoch(timestamptz)'), 'pg_proc')").fetchone()[0]
+
+
 def _install_compat(conn: Connection) -> None:
     """`sql/storage/postgres_compat.sql`, applied when its digest (kept as the comment of `epoch`) differs."""
     text = read_sql(COMPAT_FILE)
-    digest = "scanwatch compat " + hashlib.sha256(text.encode()).hexdigest()[:16]
-    current = conn.execute("SELECT obj_description(to_regprocedure('epoch(timestamptz)'), 'pg_proc')").fetchone()[0]
-    if current == digest:
+    digest = _compat_digest()
+    if _compat_held(conn) == digest:
         return
     conn.execute("BEGIN")
     try:
