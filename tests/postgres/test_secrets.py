@@ -10,7 +10,6 @@ included, what /metrics' pipeline health is built from), and the resources' and 
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from pipelines.resources import default_resources
 from pipelines.settings import Settings
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import reader, sync_history
-from tests.reliability.test_secrets import _Records
+from tests.reliability.test_secrets import every_log_record
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "Pw+with/odd chars%41"  # what a URL must percent-encode, and the decoded form differs
@@ -51,33 +50,24 @@ def test_the_password_appears_nowhere_after_real_syncs(pg_server, pg_database, t
     secrets = [PASSWORD, quote(PASSWORD, safe=""), PASSWORD[::-1], quote(PASSWORD[::-1], safe="")]
     home = tmp_path / "dagster_home"
     home.mkdir()
-    records = _Records()
-    root = logging.getLogger()
-    old_level = root.level
-    root.addHandler(records)
-    root.setLevel(logging.DEBUG)
     texts: list[str] = []
     results = []
-    try:
-        with serve_simulator(SimConfig(seed=73, scale="small", clock="driven", control=True,
-                                       rate_limit=100000)) as sim:
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("SCANWATCH_", "DAGSTER_"))}
-            env.update(SCANWATCH_BASE_URL=sim.base_url, SCANWATCH_API_KEY=sim.api_key, DAGSTER_HOME=str(home),
-                       PYTHONPATH=str(ROOT))
-            for key, value in env.items():
-                monkeypatch.setenv(key, value)
-            for url in (good, wrong, unreachable):
-                monkeypatch.setenv("SCANWATCH_DB", url)
-                results.append(sync_history())
-                texts += [repr(default_resources(Settings.load())["history"]), repr(Settings.load())]
-            for url, args in ((good, ["sync"]), (wrong, ["sync"]), (good, ["sql", "SELECT pg_read_file('x')"]),
-                              (wrong, ["sql", "SELECT 1"]), (unreachable, ["sql", "SELECT 1"])):
-                done = subprocess.run([sys.executable, "-m", "pipelines.cli", *args], cwd=ROOT,
-                                      env={**env, "SCANWATCH_DB": url}, capture_output=True, text=True, timeout=300)
-                texts += [done.stdout, done.stderr]
-    finally:
-        root.removeHandler(records)
-        root.setLevel(old_level)
+    with every_log_record() as records, serve_simulator(SimConfig(seed=73, scale="small", clock="driven",
+                                                                control=True, rate_limit=100000)) as sim:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SCANWATCH_", "DAGSTER_"))}
+        env.update(SCANWATCH_BASE_URL=sim.base_url, SCANWATCH_API_KEY=sim.api_key, DAGSTER_HOME=str(home),
+                   PYTHONPATH=str(ROOT))
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        for url in (good, wrong, unreachable):
+            monkeypatch.setenv("SCANWATCH_DB", url)
+            results.append(sync_history())
+            texts += [repr(default_resources(Settings.load())["history"]), repr(Settings.load())]
+        for url, args in ((good, ["sync"]), (wrong, ["sync"]), (good, ["sql", "SELECT pg_read_file('x')"]),
+                          (wrong, ["sql", "SELECT 1"]), (unreachable, ["sql", "SELECT 1"])):
+            done = subprocess.run([sys.executable, "-m", "pipelines.cli", *args], cwd=ROOT,
+                                  env={**env, "SCANWATCH_DB": url}, capture_output=True, text=True, timeout=300)
+            texts += [done.stdout, done.stderr]
     ok, refused, lost = results
     assert ok.success and not refused.success and not lost.success
     captured = capfd.readouterr()

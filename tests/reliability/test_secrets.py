@@ -11,6 +11,8 @@ resource's repr.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -34,6 +36,20 @@ class _Records(logging.Handler):
         self.texts.append(f"{record.name} {text}")
 
 
+@contextmanager
+def every_log_record() -> Iterator[_Records]:
+    """Every log record of the process, at every level, while the block runs."""
+    records, root = _Records(), logging.getLogger()
+    old_level = root.level
+    root.addHandler(records)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield records
+    finally:
+        root.removeHandler(records)
+        root.setLevel(old_level)
+
+
 def _secret_forms(key: str) -> list[str]:
     return [key, key[4:]]  # the whole credential, and its secret part without the kind prefix
 
@@ -50,13 +66,8 @@ def _db_texts(db: Path) -> list[str]:
 def test_the_credential_appears_nowhere_after_syncs_that_met_errors(tmp_path, capfd, figures):
     home, db = tmp_path / "dagster_home", tmp_path / "history.duckdb"
     home.mkdir()
-    records = _Records()
-    root = logging.getLogger()
-    old_level = root.level
-    root.addHandler(records)
-    root.setLevel(logging.DEBUG)
     texts: list[str] = []
-    try:
+    with every_log_record() as records:
         config = SimConfig(seed=71, scale="small", clock="driven", control=True, rate_limit=100000, access_log=True)
         with serve_simulator(config) as sim:
             key, token = sim.api_key, sim.keys["token_none"]
@@ -84,9 +95,6 @@ def test_the_credential_appears_nowhere_after_syncs_that_met_errors(tmp_path, ca
                 server.shutdown()
             resource = ScanningServiceResource(base_url=sim.base_url, api_key=key)
             texts += [repr(resource), str(resource), repr(resource.model_dump(exclude={"api_key"}))]
-    finally:
-        root.removeHandler(records)
-        root.setLevel(old_level)
     assert ok.success and not failed.success and not refused.success, (ok.error, failed.error)
     assert done.returncode == 0, done.stderr
     assert ok.metadata and sum(int(m.get("retries", 0)) for m in ok.metadata.values()) > 0, "no error was met"
