@@ -110,7 +110,8 @@ def checked_sync(sim, db: Path, previous: Truth | None = None, **kw) -> Truth:
     return truth
 
 
-def query_rows(db: Path, sql: str, params: list | None = None) -> list[tuple]:
-    with duckdb.connect(str(db), read_only=True) as conn:
-        conn.execute("SET TimeZone = 'UTC'")
-        return conn.execute(sql, params or []).fetchall()
+def query_rows(db: Path | str, sql: str, params: list | None = None) -> list[tuple]:
+    """`sql` on the history (a DuckDB file, read-only, or a PostgreSQL URL), `?` for each parameter, in UTC."""
+    from tests.backends import rows
+
+    return rows(db, sql, params)
