@@ -26,7 +26,7 @@ from exporters.snapshot_format import read_snapshot
 from pipelines.commands.sync import _root_cause
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import ENGINES, is_postgres
-from tests.history_dump import RUN_RECORDS
+from tests.history_dump import RUN_RECORDS, SNAPSHOT_TABLES
 from tests.ingest.conftest import Oracle
 from tests.reliability.harness import Dump, checked_sync, diff, dump, lost, query_rows, runs_added, sync_in_process
 
@@ -51,9 +51,6 @@ CI_MATRIX = ((3, "5xx_503"), (3, "malformed_truncated_dropped"), (17, "429_burst
 # CI on PostgreSQL too: the failure path and the mix of every fault (the references are DuckDB's, shared).
 CI_POSTGRES = ((3, "lists_always_503"), (17, "everything"))
 SOAK_SEEDS = tuple(range(101, 113))
-# The snapshot, not the history: PostgreSQL keeps it in a table of the history, DuckDB in a folder (checked by
-# `assert_snapshot_readable`), and it records when it was built.
-SNAPSHOT = ("snapshot_parts",)
 ROUNDS = 2  # syncs per scenario, with a round of scans between them
 
 _references: dict[tuple[int, str, int], list[Dump]] = {}
@@ -140,7 +137,7 @@ def faulty_scenario(seed: int, faults: dict, tmp: Path, figures: Counter, notes:
                 assert line and "\n" not in line and "Traceback" not in line
                 after = dump(db)
                 # All or nothing per table: the old rows or the new ones.
-                for table in set(want[i]) - RUN_RECORDS - set(SNAPSHOT):
+                for table in set(want[i]) - RUN_RECORDS - SNAPSHOT_TABLES:  # the snapshot: `assert_snapshot_readable`
                     assert after[table] in (before.get(table, []), want[i][table]), f"{table} half-written"
                 # The record of the runs keeps every earlier run and holds this one's failure.
                 assert not lost(after, before).get("sync_runs"), lost(after, before)
@@ -151,7 +148,7 @@ def faulty_scenario(seed: int, faults: dict, tmp: Path, figures: Counter, notes:
                 outcome = sync_in_process(sim, db)
                 assert outcome.success, _root_cause(outcome.error)
             got = dump(db)
-            problems = diff(got, want[i], ignore=RUN_RECORDS | set(SNAPSHOT))
+            problems = diff(got, want[i], ignore=RUN_RECORDS | SNAPSHOT_TABLES)
             # Runs that failed under faults are recorded as such: the only difference the record of the runs
             # may show, besides every success of the clean sync.
             extra = [r for r in runs_added(got, want[i]) if r["status"] != "failure"]
