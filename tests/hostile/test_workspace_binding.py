@@ -33,9 +33,9 @@ def four_workspaces():
 
 def test_four_keys_of_four_workspaces_under_one_name_bind_it_once(four_workspaces, engine_db, tmp_path):
     """Mutations that fail it: `bind_workspace` returning at once for the unnamed workspace (as it did), which
-    stores four accounts and files their rows under each other's ids on both engines; and, on PostgreSQL, the
-    account step checking the binding without holding the name (`Engine.holding_name` a no-op there), which
-    lets two first syncs both find the name free."""
+    lets all four exit 0 on both engines; and, on PostgreSQL, `PostgresEngine.holding_name` a no-op (the
+    binding checked without holding the name), which let two first syncs both find the name free in one run
+    of two on a 2-core machine (a race: the DuckDB file's one writer never has it)."""
     sim = four_workspaces
     procs = {}
     for key in KEYS:

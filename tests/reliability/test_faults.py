@@ -171,6 +171,9 @@ def _matrix() -> list:
 @pytest.mark.parametrize(("seed", "mix", "engine"), _matrix())
 def test_fault_mix_leaves_the_tables_of_a_clean_sync(seed, mix, engine, tmp_path_factory, history_on, figures,
                                                      notes):
+    """Mutation that fails `3-lists_always_503-postgres` (the DuckDB cases pass): the PostgreSQL snapshot store
+    writing each part cut in half (`exporters/snapshot_database.py`), so the part a failed run rebuilds to
+    show its failure is unreadable."""
     faulty_scenario(seed, (MIXES | FAILING)[mix], tmp_path_factory.mktemp(f"f{seed}{mix}"), figures, notes,
                     db=history_on(engine, f"f{seed}{mix}"))
 
