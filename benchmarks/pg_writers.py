@@ -124,11 +124,41 @@ def server_cpu_seconds(data_dir: Path) -> float:
     return total
 
 
-def run_syncs(base_url: str, keys: list[str], db: str, whole: bool) -> dict:
+def run_prestarted(envs: list[dict[str, str]]) -> dict:
+    """K syncs forked together from one process that imported everything before the clock started
+    (benchmarks/prestarted.py); each one's wall and CPU, and the wall of them all."""
+    # The workspaces are Dagster's partitions, read when the assets are imported: the process that imports them
+    # follows every name the children sync under, each child then its own one.
+    names = Path(envs[0]["SCANWATCH_WORKSPACES_FILE"]).with_name("all.yml")
+    names.write_text("workspaces:\n" + "".join(f"  - name: ws{n + 1}\n    api_key_env: BENCH_KEY\n"
+                                               for n in range(len(envs))))
+    zygote = subprocess.Popen([sys.executable, "-m", "benchmarks.prestarted"], cwd=ROOT,
+                              env={**envs[0], "SCANWATCH_WORKSPACES_FILE": str(names)}, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    if zygote.stdout.readline().strip() != "ready":
+        raise RuntimeError("benchmarks.prestarted did not start")
+    started = time.perf_counter()
+    zygote.stdin.write(json.dumps([[f"ws{n + 1}", env] for n, env in enumerate(envs)]) + "\n")
+    zygote.stdin.close()
+    line = zygote.stdout.readline()  # the last child's end, not the importing process's own exit
+    wall = time.perf_counter() - started
+    zygote.wait(120)
+    children = json.loads(line)
+    failures = [c["output"] for c in children if c["code"] != 0]
+    if failures:
+        raise RuntimeError(f"{len(failures)} of {len(envs)} syncs failed: {failures[0]}")
+    walls = [c["seconds"] for c in children]
+    return {"wall_seconds": round(wall, 1), "cpu_seconds": round(sum(c["cpu_seconds"] for c in children), 1),
+            "process_seconds": {"min": round(min(walls), 1), "max": round(max(walls), 1)}}
+
+
+def run_syncs(base_url: str, keys: list[str], db: str, whole: bool, prestarted: bool = False) -> dict:
     """K sync processes started together; each one's wall, and the wall of them all."""
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     folder = Path(tempfile.mkdtemp(prefix="bench-pg-writers-"))
     envs = [sync_env(base_url, key, db, f"ws{n + 1}", folder) for n, key in enumerate(keys)]
+    if prestarted:
+        return run_prestarted(envs)
     started = time.perf_counter()
     procs = [start_sync(env, f"ws{n + 1}", whole) for n, env in enumerate(envs)]
     walls, failures = [], []
@@ -166,7 +196,7 @@ def _load() -> str:
 
 
 def measure(counts: list[int], scale: str, limit: int, window: float, whole: bool, migrated: bool,
-            seed: int = 7) -> dict:
+            seed: int = 7, prestarted: bool = False) -> dict:
     from tests.pg_server import PgServer
 
     most = max(counts)
@@ -187,7 +217,7 @@ def measure(counts: list[int], scale: str, limit: int, window: float, whole: boo
                 before = sim.request_count()
                 cpu_before = cpu_seconds(sim.proc.pid), server_cpu_seconds(server.data_dir)
                 with LockWaits(db) as waits:
-                    row = run_syncs(sim.base_url, sim.keys[:k], db, whole)
+                    row = run_syncs(sim.base_url, sim.keys[:k], db, whole, prestarted)
                 row["simulator_cpu_seconds"] = round(cpu_seconds(sim.proc.pid) - cpu_before[0], 1)
                 row["server_cpu_seconds"] = round(server_cpu_seconds(server.data_dir) - cpu_before[1], 1)
                 row["busy_cores"] = round((row["cpu_seconds"] + row["simulator_cpu_seconds"]
@@ -208,7 +238,10 @@ def measure(counts: list[int], scale: str, limit: int, window: float, whole: boo
     base = sum(one) / len(one)
     for r in rows:
         r["ratio_to_one"] = round(r["wall_seconds"] / base, 2)
-    return {"benchmark": "pg_writers", "scale": scale, "command": "scanwatch sync" if whole else "ingestion + checks",
+    command = "scanwatch sync" if whole else "ingestion + checks"
+    if prestarted:
+        command += ", forked after the imports"
+    return {"benchmark": "pg_writers", "scale": scale, "command": command,
             "rate_limit": f"{limit} per {window:g} s per key", "schema": "migrated" if migrated else "empty",
             "floor_seconds_per_workspace": round(max(0.0, floors[0] - limit) / limit * window, 1),
             "goal": "K = 16 at most 1.3 x K = 1", "rows": rows}
@@ -224,9 +257,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="give each K an empty database (its syncs create the schema), not a migrated one")
     parser.add_argument("--whole-sync", action="store_true",
                         help="run `scanwatch sync` itself (its metrics snapshot included) in each process")
+    parser.add_argument("--prestarted", action="store_true",
+                        help="fork the K syncs from one process that imported Dagster and scanwatch before the clock "
+                             "started, as pods on separate nodes pay their start-up on their own cores")
     args = parser.parse_args(argv)
+    if args.prestarted and args.whole_sync:
+        parser.error("--prestarted forks the ingestion and checks; it does not run `scanwatch sync` itself")
     result = measure([int(k) for k in args.counts.split(",")], args.scale, args.limit, args.window, args.whole_sync,
-                     not args.fresh)
+                     not args.fresh, prestarted=args.prestarted)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "pg_writers.json").write_text(json.dumps(result, indent=2))
     print(f"{result['command']} per process, {args.scale} worlds, {result['schema']} database, "
