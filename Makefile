@@ -41,7 +41,7 @@ lint: install
 	$(BIN)/ruff check .
 
 test: install test-tools lint
-	SCANWATCH_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q -n 3 --dist loadfile
+	SCANWATCH_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder
 
 demo: install
 	@-$(MAKE) --no-print-directory prom-tools

@@ -6,7 +6,8 @@ engine, a fresh history, then a first sync and an unchanged re-sync, each in its
 ingestion assets and the history checks (what `scanwatch sync` runs, less the metrics snapshot, which is not
 built from a PostgreSQL history yet): wall time, the child's peak RSS (its own `VmHWM`), the issue merge's
 seconds; for PostgreSQL also the server's peak memory (the private RSS of all its processes, sampled every
-0.2 s, plus its shared buffers). The server is a scratch cluster (tests/pg_server.py: PostgreSQL 15, fsync
+0.2 s, plus its shared buffers); and the host's load average after each sync. The engines' order
+alternates from one repeat to the next. The server is a scratch cluster (tests/pg_server.py: PostgreSQL 15, fsync
 and synchronous commit off, default shared buffers of 128 MB) on the same 2 cores.
 
 Prints a table and writes `benchmarks/results/engines.json`. Timings are reported, never asserted.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -119,6 +121,7 @@ def _sync(sim, db: str, server=None) -> dict:
         raise RuntimeError(f"sync into {db.split('@')[-1]} failed: {out[-2000:]}")
     issues = body["metadata"].get("issues", {})
     row = {"seconds": round(seconds, 2), "peak_rss_mib": round(rss, 1), "requests": sim.request_count() - before,
+           "load": [round(x, 2) for x in os.getloadavg()],
            "merge_seconds": issues.get("merge_seconds"), "issues_read": issues.get("issues_read"),
            "steps": body.get("steps", {})}
     if memory:
@@ -137,7 +140,8 @@ def measure(scale: str, repeats: int) -> dict:
         shared = server.psql("SHOW shared_buffers").strip()
         with SimProcess(scale=scale, rate_limit=RAISED) as sim:
             for n in range(repeats):
-                for engine in ("duckdb", "postgres"):
+                # The order alternates: the host's load drifts over minutes, and each engine takes its turn first.
+                for engine in ("duckdb", "postgres") if n % 2 == 0 else ("postgres", "duckdb"):
                     if engine == "duckdb":
                         db = str(work / f"history-{n}.duckdb")
                     else:

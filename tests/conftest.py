@@ -15,7 +15,26 @@ from tests.figures import FIGURES, NOTES
 SOAK = os.environ.get("SCANWATCH_SOAK") == "1"
 
 
+# The files whose tests take minutes in all, longest first (`pytest --durations=0`, summed per file). `make test`
+# hands whole files to its workers in collection order (--dist loadfile --no-loadscope-reorder): these go first,
+# so the run ends on short files instead of one worker left alone with a long one while the others idle.
+LONG_FILES = (
+    "reliability/test_faults.py", "reliability/test_crashes.py", "hostile/test_service_cases.py",
+    "hostile/test_workspace_isolation.py", "demo/test_demo.py", "reliability/test_bad_input.py",
+    "e2e/test_new_critical.py", "ingest/test_failed_scans.py", "workspaces/test_several_workspaces.py",
+    "reliability/test_concurrency.py", "deploy/test_dagster_instance.py", "ingest/test_readings.py",
+    "ingest/test_errors.py", "postgres/test_writers.py", "ingest/test_sync.py", "ingest/test_vanishing.py",
+    "deploy/test_image_steps.py",
+)
+
+
+def _start_rank(item: pytest.Item) -> int:
+    path = item.path.as_posix()
+    return next((n for n, name in enumerate(LONG_FILES) if path.endswith("tests/" + name)), len(LONG_FILES))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_start_rank)  # stable: within a file, and among the short files, the order stays
     if SOAK:
         return
     skip = pytest.mark.skip(reason="soak only: set SCANWATCH_SOAK=1 (make soak)")

@@ -155,6 +155,7 @@ def merge_account(conn: Any, account: dict, *, now: datetime,
         result.rows["accounts"] = _stage(conn, ACCOUNT, [row], result)
         _stage(conn, QUOTA, quotas, result)
         result.rows["quota_snapshots"] = execute_file(conn, "merge/account.sql").fetchall()[0][0]
+    conn.engine.refresh_statistics(conn, ("accounts", "quota_snapshots"))
     return result
 
 
@@ -188,6 +189,7 @@ def merge_projects(conn: Any, workspace_id: str, projects: Sequence[dict], *,
         execute_file(conn, "merge/projects.sql", {"targets_unread": sorted(str(k) for k in keep)})
         result.rows["score_snapshots"] = result.rows["projects"] + result.rows["targets"]
         result.events = _hide_unlisted_issues(conn, [])
+    conn.engine.refresh_statistics(conn, ("projects", "targets", "score_snapshots", "issues", "issue_events"))
     return result
 
 
@@ -207,6 +209,7 @@ def merge_scans(conn: Any, workspace_id: str, scans: Sequence[dict], *,
         settled = execute_file(conn, "merge/scans_gone.sql", {"scan_ids": [sid for sid, _ in gone],
                                                               "project_ids": [pid for _, pid in gone]})
         result.rows["scans_gone"] = settled.fetchall()[0][0]
+    conn.engine.refresh_statistics(conn, ("scans", "scans_gone"))
     return result
 
 
@@ -289,6 +292,7 @@ def merge_issue_stages(conn: Any, workspace_id: str, stages: Sequence[StageFile]
             pids, fingerprints, fulls = (list(column) for column in zip(*project_state, strict=True))
             conn.execute(read_sql("merge/issues_synced.sql"),
                          {"project_ids": pids, "fingerprints": fingerprints, "full_reconciles": fulls})
+    conn.engine.refresh_statistics(conn, ("issues", "issue_events", "project_sync_state", "ingest_warnings"))
     return result
 
 

@@ -4,10 +4,14 @@
 -- history's schema when it opens a history whose copy differs from this file (pipelines/storage/engines/).
 -- Everything here is CREATE OR REPLACE: applying it again changes nothing.
 
--- epoch(timestamptz): seconds since 1970-01-01 UTC as a double, as DuckDB's epoch() gives them.
+-- epoch(timestamptz): seconds since 1970-01-01 UTC as a double, as DuckDB's epoch() gives them. STABLE, as
+-- date_part of a timestamptz is: a SQL function is inlined into the query that calls it only when it claims no
+-- more than its body, and called row by row otherwise (declared IMMUTABLE, it cost about 20 us a call: most of
+-- time_to_fix_by_project's 9 s at 390k issues). date_part computes the double itself (the microseconds, exact in
+-- a double before the year 2255, divided once: the value extract's numeric rounds to), at a third of its cost.
 CREATE OR REPLACE FUNCTION epoch(value timestamptz) RETURNS double precision
-LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURNS NULL ON NULL INPUT
-AS $$ SELECT CAST(extract(epoch FROM value) AS double precision) $$;
+LANGUAGE sql STABLE PARALLEL SAFE RETURNS NULL ON NULL INPUT
+AS $$ SELECT date_part('epoch', value) $$;
 
 -- round(double, digits): DuckDB rounds a double to a number of digits and gives a double; PostgreSQL 15 rounds
 -- only a numeric that way. Half away from zero, as both do for a numeric.

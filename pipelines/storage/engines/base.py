@@ -101,6 +101,10 @@ class Engine:
     def analyse(self, conn: Connection, table: str) -> None:
         """Let the planner know a freshly filled temp table (`capabilities.analyse_context`)."""
 
+    def refresh_statistics(self, conn: Connection, tables: Sequence[str]) -> None:
+        """After a merge has committed: bring the planner's statistics of the history `tables` it wrote up to
+        date where they no longer describe them (a no-op where the engine keeps none to plan with)."""
+
     # --- readers
     # Begins a transaction whose statements all see one committed state (a snapshot's tables agree).
     begin_read = "BEGIN TRANSACTION"

@@ -1,2 +1,0 @@
--- Issue ids that appear on more than one row.
-SELECT count(*) - count(DISTINCT id) FROM issues;

@@ -1,2 +1,0 @@
--- Issues last seen before they were first seen.
-SELECT count(*) FROM issues WHERE last_seen_at < first_seen_at;

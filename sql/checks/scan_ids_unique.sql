@@ -1,2 +1,0 @@
--- Scan ids that appear on more than one row.
-SELECT count(*) - count(DISTINCT id) FROM scans;

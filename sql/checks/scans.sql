@@ -1,0 +1,4 @@
+-- The checks of `scans`, one column each (named after its check), each counting the rows that break it.
+--   scan_ids_unique: scan ids that appear on more than one row, each extra row counted.
+SELECT count(*) - count(DISTINCT id) AS scan_ids_unique
+FROM scans;
