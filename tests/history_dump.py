@@ -67,6 +67,10 @@ SAMPLES = frozenset({"score_snapshots", "quota_snapshots", "ingest_warnings", "s
                      "reconstruction_runs"})
 # The record of scanwatch's own runs: every run, failed ones too, adds to it by design.
 RUN_RECORDS = frozenset({"sync_runs"})
+# The metrics snapshot where PostgreSQL keeps it (DuckDB keeps a folder): built from the history by every run,
+# a failed one too (to show its failure), and stamped with when; not history, so "intact" and comparisons
+# across engines leave it out.
+SNAPSHOT_TABLES = frozenset({"snapshot_parts"})
 
 Row = tuple[Any, ...]
 

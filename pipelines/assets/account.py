@@ -6,6 +6,7 @@ import duckdb
 from pipelines.assets.step import partition_workspace, sync_step
 from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
+from pipelines.settings import DEFAULT_WORKSPACE
 from pipelines.sqlfiles import read_sql
 from pipelines.storage import merge_account
 
@@ -16,18 +17,21 @@ class WorkspaceMismatchError(RuntimeError):
 
 def bind_workspace(conn: duckdb.DuckDBPyConnection, label: str | None, workspace_id: str, name: str) -> None:
     """Refuse, before anything is written, a key that answers for another workspace than the one its name
-    already holds in the history (or for a workspace followed under another name)."""
-    if label is None:
-        return
+    already holds in the history (or for a workspace followed under another name). `None` is the unnamed
+    workspace of the two variables, `default`, bound like any name: several keys under it would otherwise
+    each store their account, and every later step would take the last one observed for its own."""
     params = {"label": label, "workspace_id": workspace_id}
+    shown = DEFAULT_WORKSPACE if label is None else label
+    remedy = ("put the right key in SCANWATCH_API_KEY, or follow each workspace under a name of its own "
+              "(SCANWATCH_WORKSPACES_FILE, docs/workspaces.md)" if label is None else
+              "put the right key in its variable, or follow the new workspace under a new name")
     for conflict, other_id, other_name in conn.execute(read_sql("sync/workspace_binding.sql"), params).fetchall():
         if conflict == "moved":
             raise WorkspaceMismatchError(
-                f"workspace {label}: its key now answers for workspace {name!r} ({workspace_id}), but the history "
-                f"holds {other_name!r} ({other_id}) under this name; put the right key in its variable, or follow "
-                "the new workspace under a new name")
+                f"workspace {shown}: its key now answers for workspace {name!r} ({workspace_id}), but the history "
+                f"holds {other_name!r} ({other_id}) under this name; {remedy}")
         raise WorkspaceMismatchError(
-            f"workspace {label}: its key answers for workspace {name!r} ({workspace_id}), which is already "
+            f"workspace {shown}: its key answers for workspace {name!r} ({workspace_id}), which is already "
             f"followed as {other_name}; each workspace is followed under one name")
 
 
@@ -42,7 +46,7 @@ def account(
     with sync_step(context, "account", history, scanning_service, partition_workspace(context)) as step:
         body = step.client.get_account()
         workspace = body.get("workspace") or {}
-        with step.db() as conn:
+        with step.db() as conn, conn.engine.holding_name(conn, step.label):
             bind_workspace(conn, step.label, workspace.get("id"), workspace.get("name") or "")
             step.workspace_id = workspace.get("id")
             step.add(merge_account(conn, body, now=step.now, service_version=step.client.stats.service_version))

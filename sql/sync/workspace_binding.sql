@@ -1,9 +1,10 @@
 -- Is it safe to store what this key answered under this name? One row per conflict:
---   'moved'  : the name is bound to another workspace id (the key now answers for another workspace);
---   'taken'  : the workspace id is followed under another name already.
+--   'moved'  : the name is bound to another workspace id (the key now answers for another workspace); the
+--              unnamed workspace of the two variables (`default`, a NULL label) is bound like any name;
+--   'taken'  : the workspace id is followed under another name already (a named workspace only).
 SELECT 'moved' AS conflict, workspace_id AS other_id, coalesce(workspace_name, workspace_id) AS other_name
-FROM accounts WHERE workspace_label = $label AND workspace_id <> $workspace_id
+FROM accounts WHERE workspace_label IS NOT DISTINCT FROM $label AND workspace_id <> $workspace_id
 UNION ALL
 SELECT 'taken', workspace_id, workspace_label
 FROM accounts WHERE workspace_id = $workspace_id AND workspace_label IS DISTINCT FROM $label
-  AND workspace_label IS NOT NULL;
+  AND workspace_label IS NOT NULL AND $label IS NOT NULL;

@@ -1,5 +1,7 @@
 """The rebuilt past never reaches before the service's own history (a year of scans, 30 days on Free),
-whatever dates a record carries; and `backfill-prometheus` checks its arguments and cleans up when stopped."""
+whatever dates a record carries, on both engines (`engine_db`); and `backfill-prometheus` checks its arguments
+and cleans up when stopped (its arguments and its scratch Prometheus are the command's own, whatever the
+history is: those cases run on DuckDB)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from tests.reliability.harness import ROOT, assert_one_line
 YEAR_ONE = dt.datetime(1, 1, 1, tzinfo=dt.UTC)
 
 
-def _ancient(path: Path, plan: str = "pro"):
+def _ancient(path: Path | str, plan: str = "pro"):
     conn = history(path, projects=["p"], targets=[("t1", "p")],
                    scans=[("s0", "t1", dt.datetime(1900, 1, 1, tzinfo=dt.UTC), 10, "done"),
                           ("s1", "t1", at(-3, 5), 70, "done")],
@@ -33,8 +35,15 @@ def _ancient(path: Path, plan: str = "pro"):
 
 
 @pytest.mark.parametrize(("plan", "days"), [("pro", 366), ("solo", 366), ("free", 30)])
-def test_an_issue_first_seen_in_year_one_rebuilds_only_the_services_history(tmp_path, plan, days):
-    conn = _ancient(tmp_path / "h.duckdb", plan)
+def test_an_issue_first_seen_in_year_one_rebuilds_only_the_services_history(engine_db, plan, days):
+    conn = _ancient(engine_db, plan)
+    try:
+        _rebuilds_only_the_services_history(conn, days)
+    finally:
+        conn.close()
+
+
+def _rebuilds_only_the_services_history(conn, days: int) -> None:
     [result] = reconstruct(conn, now=FIRST_SYNC)
     assert (result.first_day, result.last_day) == (day(-days), day(-1))
     assert result.open_issue_rows == days * 5  # one project, five severities, a row a day
@@ -45,10 +54,13 @@ def test_an_issue_first_seen_in_year_one_rebuilds_only_the_services_history(tmp_
     assert min(scores) == day(-days) and scores[day(-days)] == 10  # the 1900 scan's score holds from day one
 
 
-def test_backfill_prometheus_writes_from_the_services_history_only(tmp_path):
-    conn = _ancient(tmp_path / "h.duckdb")
-    reconstruct(conn, now=FIRST_SYNC)
-    outcome = tsdb.write_series(conn, tsdb.Plan(data_dir=tmp_path / "data"), tmp_path / "series.om")
+def test_backfill_prometheus_writes_from_the_services_history_only(engine_db, tmp_path):
+    conn = _ancient(engine_db)
+    try:
+        reconstruct(conn, now=FIRST_SYNC)
+        outcome = tsdb.write_series(conn, tsdb.Plan(data_dir=tmp_path / "data"), tmp_path / "series.om")
+    finally:
+        conn.close()
     first = dt.datetime(DAY0.year, DAY0.month, DAY0.day, tzinfo=dt.UTC) - dt.timedelta(days=366)
     assert outcome.start is not None and first <= outcome.start <= first + dt.timedelta(days=1)
     assert outcome.samples <= 366 * 17  # a sample a day for each of its 17 series, not 740,000 days

@@ -1,6 +1,10 @@
 """Text the service sent, on its way out of scanwatch: every label value on one line and capped, and each
 receiver's own syntax escaped, checked with the real consumers (Prometheus with a label length limit,
-Alertmanager's template engine and a real Alertmanager posting to Slack, e-mail and webhook receivers)."""
+Alertmanager's template engine and a real Alertmanager posting to Slack, e-mail and webhook receivers).
+
+The snapshot carrying the hostile text is built from a history on each engine for the label check
+(`engine_hostile_path`); what the receivers do with a snapshot is the same whichever engine built it, so the
+Prometheus, Alertmanager and Slack cases read the DuckDB one."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporters.server import build_registry
 from exporters.text import MAX_LABEL_CHARACTERS, label_value
 from pipelines.snapshot import build_snapshot, write_snapshot
+from tests.backends import ENGINES
 from tests.e2e.stack import (
     Process,
     WebhookReceiver,
@@ -47,8 +52,12 @@ WIDE_ADDRESS = "\U0001f525" * 30_000  # 4 bytes a character
 FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
-def hostile_snapshot() -> dict:
-    conn = fresh_db()
+def hostile_snapshot(db: str | None = None) -> dict:
+    """The known history with hostile text in every field that becomes a label, and its snapshot: in memory
+    on DuckDB, or in the PostgreSQL database `db`."""
+    from pipelines.storage import connect
+
+    conn = connect(db) if db else fresh_db()
     load_history(conn)
     add_critical_arrival(conn)
     conn.execute("UPDATE accounts SET workspace_name = ? WHERE workspace_id = 'ws-1'", [WORKSPACE])
@@ -70,8 +79,18 @@ def hostile_path(tmp_path) -> Path:
     return path
 
 
-def test_every_label_value_leaves_on_one_line_and_capped(hostile_path):
-    text = generate_latest(build_registry(hostile_path, critical_info_limit=5)).decode()
+@pytest.fixture(params=ENGINES)
+def engine_hostile_path(request, tmp_path) -> Path:
+    """`hostile_path`, its snapshot built from a history on each engine (`pg_database` for PostgreSQL)."""
+    if request.param == "duckdb":
+        return request.getfixturevalue("hostile_path")
+    path = tmp_path / "metrics.json"
+    write_snapshot(hostile_snapshot(request.getfixturevalue("pg_database")), path)
+    return path
+
+
+def test_every_label_value_leaves_on_one_line_and_capped(engine_hostile_path):
+    text = generate_latest(build_registry(engine_hostile_path, critical_info_limit=5)).decode()
     values = [(s.name, k, v) for fam in text_string_to_metric_families(text) for s in fam.samples
               for k, v in s.labels.items()]
     assert values

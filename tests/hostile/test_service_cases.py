@@ -3,6 +3,14 @@ memory, with one clear line and no traceback, and leaves the earlier history int
 
 The service is the simulator behind `tests/hostile/service.py`. Every case starts from the same history
 (one clean sync of a world that does not move), so "intact" is an exact comparison of whole tables.
+
+The cases whose outcome is in the history (a failed sync keeps every table; a bad record is stored replaced,
+quarantined or escaped) run on both engines (`on_history`): the same service, seen from a DuckDB file and from
+a PostgreSQL database of the session's server, each synced clean once. Two of them run on PostgreSQL in the
+soak only (`on_history_soak`): a refusal at the first request (CI has a failed step on PostgreSQL in the
+cursor cycle) and the terminal escapes (three commands; text stored as sent on both engines is checked in
+tests/ingest/test_engines.py, and the escaping on the way out is no engine's). The cases about the client's
+own bounds (requests, memory, deadlines, skipped lists) hold whatever the history is, and run on DuckDB alone.
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from pipelines.api.bounds import MIB, Bounds
 from pipelines.commands.sync import _root_cause
 from pipelines.resources import ScanningServiceResource
 from simulator.testing import SimConfig, serve_simulator
+from tests.backends import ENGINES
+from tests.history_dump import SNAPSHOT_TABLES
 from tests.hostile.service import ESCAPES, gzip_bomb, serve_hostile
 from tests.reliability.harness import (
     ROOT,
@@ -54,6 +64,49 @@ def hostile(tmp_path_factory):
         svc.set("clean")
 
 
+class OnHistory:
+    """The module's hostile service seen from another history: its own `db`, `before` and `projects`; every
+    other attribute (the case, the counters, the victim, the sizes) is the one service's."""
+
+    OWN = ("db", "before", "projects")
+
+    def __init__(self, svc, db: str) -> None:
+        object.__setattr__(self, "svc", svc)
+        self.db, self.before = db, dump(db)
+        self.projects = len(self.before["projects"])
+
+    def __getattr__(self, name: str):
+        return getattr(self.svc, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in self.OWN:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.svc, name, value)
+
+
+@pytest.fixture(scope="module")
+def hostile_postgres(hostile, pg_server):
+    """The same service, a PostgreSQL history synced clean once."""
+    name = pg_server.create_database()
+    hostile.set("clean")
+    assert sync_in_process(hostile.target, pg_server.url(name)).success
+    yield OnHistory(hostile, pg_server.url(name))
+    pg_server.drop_database(name)
+
+
+@pytest.fixture(params=ENGINES)
+def on_history(request, hostile):
+    """The hostile service and a history it synced clean, on each engine."""
+    return hostile if request.param == "duckdb" else request.getfixturevalue("hostile_postgres")
+
+
+@pytest.fixture(params=[ENGINES[0], pytest.param(ENGINES[1], marks=pytest.mark.slow)])
+def on_history_soak(request, hostile):
+    """`on_history`, PostgreSQL in the soak only: for the cases whose PostgreSQL side CI has elsewhere."""
+    return hostile if request.param == "duckdb" else request.getfixturevalue("hostile_postgres")
+
+
 def _sync(svc, **kw):
     return sync_in_process(svc.target, svc.db, **kw)
 
@@ -74,7 +127,8 @@ def test_a_list_that_serves_the_same_page_forever_is_skipped_in_two_requests_eac
     assert_intact(hostile.db, hostile.before)
 
 
-def test_a_cursor_cycle_in_the_project_list_fails_the_step_in_one_line(hostile):
+def test_a_cursor_cycle_in_the_project_list_fails_the_step_in_one_line(on_history):
+    hostile = on_history
     hostile.set("cycle", "projects")
     done = cli(["sync"], service_env(hostile.target, hostile.db), timeout=300)
     assert done.returncode == 1
@@ -130,7 +184,8 @@ def test_a_gzip_bomb_is_cut_at_the_cap_in_bounded_memory(hostile, tmp_path):
     assert_intact(hostile.db, hostile.before)
 
 
-def test_a_rate_limit_reset_days_away_fails_fast_in_one_line(hostile):
+def test_a_rate_limit_reset_days_away_fails_fast_in_one_line(on_history_soak):
+    hostile = on_history_soak
     hostile.set("far_reset")
     done = cli(["sync"], service_env(hostile.target, hostile.db), timeout=300)
     assert done.returncode == 1
@@ -224,7 +279,8 @@ def _victim_rows(db, victim: str) -> list[tuple]:
 
 
 def _others(dumped: dict, victim: str) -> dict:
-    return {t: [r for r in rows if victim not in r] for t, rows in dumped.items()}
+    """The history's rows that are not about the victim (the snapshot, rebuilt by every run, aside)."""
+    return {t: [r for r in rows if victim not in r] for t, rows in dumped.items() if t not in SNAPSHOT_TABLES}
 
 
 def _intact_but_the_victims_warnings(hostile, victim: str) -> None:
@@ -236,7 +292,8 @@ def _intact_but_the_victims_warnings(hostile, victim: str) -> None:
     hostile.before = after
 
 
-def test_one_issue_with_a_lone_surrogate_is_stored_with_a_replacement_and_one_warning(hostile):
+def test_one_issue_with_a_lone_surrogate_is_stored_with_a_replacement_and_one_warning(on_history):
+    hostile = on_history
     # The cases before may have failed runs on purpose: each added its failure record, and only that.
     hostile.before = assert_intact(hostile.db, hostile.before)
     hostile.set("surrogate", "issues")
@@ -254,7 +311,8 @@ def test_one_issue_with_a_lone_surrogate_is_stored_with_a_replacement_and_one_wa
     _intact_but_the_victims_warnings(hostile, victim)
 
 
-def test_one_oversized_issue_is_quarantined_and_the_rest_lands(hostile):
+def test_one_oversized_issue_is_quarantined_and_the_rest_lands(on_history):
+    hostile = on_history
     hostile.set("huge", "issues")
     hostile.huge_bytes = 5 * 1024 * 1024
     outcome = _sync(hostile, full_reconcile=True)
@@ -277,7 +335,8 @@ def test_a_forty_megabyte_field_is_quarantined(hostile):
     assert_intact(hostile.db, hostile.before)
 
 
-def test_terminal_escapes_from_the_service_reach_the_terminal_escaped(hostile):
+def test_terminal_escapes_from_the_service_reach_the_terminal_escaped(on_history_soak):
+    hostile = on_history_soak
     hostile.set("escapes", "issues")
     env = service_env(hostile.target, hostile.db)
     done = cli(["sync", "--full-reconcile"], env, timeout=300)

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from benchmarks.oracle import Oracle  # the one independent reader, shared with the benchmarks
 from simulator.testing import SimConfig, serve_simulator
 
-__all__ = ["Oracle", "query", "requests_of", "run_sync"]
+__all__ = ["Oracle", "exposition", "query", "requests_of", "run_sync"]
 
 
 @pytest.fixture
@@ -29,6 +28,16 @@ def env(sim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("SCANWATCH_SNAPSHOT", raising=False)
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     return db
+
+
+@pytest.fixture
+def engine_env(sim, engine_db: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """`env` on each engine (`engine_db`): the history a DuckDB file or a PostgreSQL database, the snapshot where
+    each engine keeps it by default (a folder beside the file; the database's `snapshot_parts`)."""
+    from tests.backends import point_at
+
+    point_at(monkeypatch, sim, engine_db)
+    return engine_db
 
 
 @pytest.fixture
@@ -50,9 +59,30 @@ def requests_of(outcome) -> int:
     return sum(int(m.get("requests", 0)) for m in outcome.metadata.values())
 
 
-def query(db: Path, sql: str) -> list[tuple]:
-    with duckdb.connect(str(db), read_only=True) as conn:
-        conn.execute("SET TimeZone = 'UTC'")
-        return conn.execute(sql).fetchall()
+def query(db: Path | str, sql: str) -> list[tuple]:
+    """`sql` on the history, a DuckDB file (read-only) or a PostgreSQL database, in UTC."""
+    from tests.backends import rows
+
+    return rows(db, sql)
+
+
+def exposition(db: Path | str) -> str:
+    """What `/metrics` serves from the last snapshot of the history `db`, read where the engine keeps it by
+    default: the folder beside a DuckDB file, a PostgreSQL history's `snapshot_parts` (as the exporter polls it)."""
+    from prometheus_client import generate_latest
+
+    from exporters.server import build_registry
+    from tests.backends import is_postgres
+
+    if not is_postgres(db):
+        return generate_latest(build_registry(Path(db).with_name("scanwatch-metrics.json"))).decode()
+    from exporters.snapshot_database import PolledStore
+    from pipelines.history_location import HistoryLocation
+
+    store = PolledStore(HistoryLocation.parse(str(db)), poll_seconds=3600)
+    try:
+        return generate_latest(build_registry(store)).decode()
+    finally:
+        store.close()
 
 

@@ -14,11 +14,13 @@ from tests.ingest.conftest import Oracle, run_sync
 
 
 @contextmanager
-def synced_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **config: Any) -> Iterator[tuple[Any, Path]]:
-    """A simulator whose scans end at once, and a history a first sync has filled: (simulator, database)."""
+def synced_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: Path | str | None = None,
+                 **config: Any) -> Iterator[tuple[Any, Path | str]]:
+    """A simulator whose scans end at once, and a history a first sync has filled: (simulator, database).
+    `db`: the history (a DuckDB file or a PostgreSQL URL, as `engine_db` gives); a DuckDB file by default."""
     settings = dict(seed=5, scale="small", clock="driven", control=True, rate_limit=100000, scan_seconds=0)
     with serve_simulator(SimConfig(**{**settings, **config})) as sim:
-        db = tmp_path / "h.duckdb"
+        db = tmp_path / "h.duckdb" if db is None else db
         monkeypatch.setenv("SCANWATCH_BASE_URL", sim.base_url)
         monkeypatch.setenv("SCANWATCH_API_KEY", sim.api_key)
         monkeypatch.setenv("SCANWATCH_DB", str(db))
@@ -26,7 +28,7 @@ def synced_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **config: Any)
         yield sim, db
 
 
-def run_scheduled(sim, db: Path, targets: list[str], *, kind: str = "quick", reserve: int = 0,
+def run_scheduled(sim, db: Path | str, targets: list[str], *, kind: str = "quick", reserve: int = 0,
                   tick: str = "20261124T0300") -> dict[str, Any]:
     """One run of the scheduled-scans job; its output metadata (started, skipped, reused, failed...)."""
     from pipelines.resources import HistoryResource, ScanningServiceResource

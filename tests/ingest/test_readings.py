@@ -1,8 +1,9 @@
 """The product under each reading of a loose rule the simulator serves (docs/simulator.md, `SimConfig.readings`).
 
-Each test runs real scanwatch syncs (and scheduled scans) over HTTP into DuckDB under both readings of one rule,
-and asserts what the history and the metrics must show whichever reading the service takes. The reading of
-`failed_scan_moves_last_scan` is covered in test_failed_scans.py.
+Each test runs real scanwatch syncs (and scheduled scans) over HTTP under both readings of one rule, into a
+history on each engine (`engine_db`: a DuckDB file, a real PostgreSQL database), and asserts what the history
+and the metrics (read where each engine keeps its snapshot) must show whichever reading the service takes.
+The reading of `failed_scan_moves_last_scan` is covered in test_failed_scans.py.
 """
 
 from __future__ import annotations
@@ -10,19 +11,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.server import build_registry
-from tests.ingest.conftest import Oracle, query, run_sync
+from tests.ingest.conftest import Oracle, exposition, query, run_sync
 from tests.ingest.scheduled import read_account, run_scheduled, synced_world
 
 REASON = "checked by the team, not reachable"
 
 
-def _metric(db: Path, name: str, **labels: str) -> float:
+def _metric(db: Path | str, name: str, **labels: str) -> float:
     """The sum of the samples of `name` carrying these labels, as the exporter serves the last snapshot."""
-    text = generate_latest(build_registry(db.with_name("scanwatch-metrics.json"))).decode()
+    text = exposition(db)
     return sum(s.value for fam in text_string_to_metric_families(text) for s in fam.samples
                if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
 
@@ -35,11 +34,11 @@ def _service_scans(sim, project_id: str) -> dict[str, tuple[str, str, str]]:
 
 @pytest.mark.parametrize("reused", [False, True], ids=["failed-scan-retried", "failed-scan-reused"])
 def test_a_scheduled_scan_after_a_failure_is_recorded_once_under_either_reuse_reading(
-        tmp_path, monkeypatch, reused):
+        tmp_path, monkeypatch, engine_db, reused):
     """Contract, scan reuse: "a scan of the same kind finished within the hour" is returned instead of a new
     one; whether a failed scan counts as finished for this is loose. Either way the history holds each scan
     of the service once, a reused answer charges nothing, and a failure is counted once."""
-    with synced_world(tmp_path, monkeypatch, scan_failure_rate=1.0,
+    with synced_world(tmp_path, monkeypatch, engine_db, scan_failure_rate=1.0,
                       readings={"failed_scan_reused": reused}) as (sim, db):
         site = sim.target_ids(kind="domain", verified=True)[0]
         project = sim.world.targets[site].project_id
@@ -66,11 +65,15 @@ def test_a_scheduled_scan_after_a_failure_is_recorded_once_under_either_reuse_re
 
 
 @pytest.mark.parametrize("direct", [True, False], ids=["marks-switch-directly", "marks-switch-through-open"])
-def test_a_mark_switched_from_false_positive_to_accepted_risk_under_either_reading(sim, env, direct):
+def test_a_mark_switched_from_false_positive_to_accepted_risk_under_either_reading(sim, engine_env, direct):
     """Contract, issue status: from `false_positive` or `accepted_risk` only an undo to `open` is listed; whether
     one mark may replace the other directly is loose. A user switches two critical issues' marks the way the
     service allows (through `open`, a sync sees the second one's undo); the history keeps each status a sync
-    saw, an undo is never a regression, and both end marked, out of the open count and off the page."""
+    saw, an undo is never a regression, and both end marked, out of the open count and off the page.
+
+    Mutation that fails both PostgreSQL cases (the DuckDB ones pass): the PostgreSQL engine's `row_hash` a
+    constant (`CAST(0 AS BIGINT)`), so the unchanged test finds every issue unchanged and no mark is stored."""
+    env = engine_env
     sim.set_readings(marks_switch_directly=direct)
     oracle = Oracle(sim.base_url, sim.api_key)
     issues = [i for i in oracle.state().all_issues() if i["status"] == "open" and i["severity"] == "critical"][:2]
@@ -118,12 +121,13 @@ def test_a_mark_switched_from_false_positive_to_accepted_risk_under_either_readi
 
 
 @pytest.mark.parametrize("replayed", [False, True], ids=["errors-not-replayed", "errors-replayed"])
-def test_a_retried_tick_after_a_quota_refusal_scans_what_the_account_now_allows(tmp_path, monkeypatch, replayed):
+def test_a_retried_tick_after_a_quota_refusal_scans_what_the_account_now_allows(tmp_path, monkeypatch, engine_db,
+                                                                                replayed):
     """Contract, idempotency: a repeated request "gets the first response again"; whether an error is such a
     response is loose. A tick refused for quota (someone spent the last scans first) is retried after credits
     were added: the first target's answer depends on the reading, but a replayed refusal is not the quota now,
     so the other target is scanned under either reading, and every refusal is recorded once."""
-    with synced_world(tmp_path, monkeypatch, readings={"replay_errors": replayed}) as (sim, db):
+    with synced_world(tmp_path, monkeypatch, engine_db, readings={"replay_errors": replayed}) as (sim, db):
         first, second = sim.target_ids(kind="domain", verified=True)[:2]
         limit = read_account(sim)["quotas"]["quick_scans"]["limit"]
         sim.set_usage(quick_scans=0, pack_scans=0)

@@ -7,6 +7,11 @@ scenario syncs, advances the world by a round of scans, and syncs again, so the 
 moved projects, scans down to the first known one, events diffed in SQL) is exercised under faults too.
 Lists that change while paged and values from a newer service change what the service shows, so they
 carry their own expectations below.
+
+On PostgreSQL the faulty syncs write into a database of the session's server and are held to the same DuckDB
+reference (tests/history_dump.py compares a history across engines), so a PostgreSQL case costs its own syncs
+only. CI runs the failure path (every list refused: each table the old one or the new one) on both engines,
+and newer values (PostgreSQL's plain casts, then the catching ones); the soak runs the whole matrix on both.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import pytest
 from exporters.snapshot_format import read_snapshot
 from pipelines.commands.sync import _root_cause
 from simulator.testing import SimConfig, serve_simulator
-from tests.history_dump import RUN_RECORDS
+from tests.backends import ENGINES, is_postgres
+from tests.history_dump import RUN_RECORDS, SNAPSHOT_TABLES
 from tests.ingest.conftest import Oracle
 from tests.reliability.harness import Dump, checked_sync, diff, dump, lost, query_rows, runs_added, sync_in_process
 
@@ -41,6 +47,9 @@ HEAVY: dict[str, dict] = {
 # CI: every mix once, over two worlds (each world's clean reference costs two syncs); the soak runs the product.
 CI_MATRIX = ((3, "5xx_503"), (3, "malformed_truncated_dropped"), (17, "429_bursts_latency_spikes"),
              (17, "everything"), (3, "lists_always_503"))
+# CI on PostgreSQL too: the failure path (the references are DuckDB's, shared); the mixes, whose retries are
+# the client's and whose merges are a clean sync's, run on PostgreSQL in the soak.
+CI_POSTGRES = ((3, "lists_always_503"),)
 SOAK_SEEDS = tuple(range(101, 113))
 ROUNDS = 2  # syncs per scenario, with a round of scans between them
 
@@ -67,17 +76,55 @@ def reference(seed: int, tmp: Path, scale: str = "small", rounds: int = ROUNDS) 
     return _references[key]
 
 
+@pytest.fixture
+def history_on(request, tmp_path_factory):
+    """Makes an empty history on the engine named: a DuckDB file, or a database of the session's PostgreSQL
+    server (`pg_server`), dropped afterwards."""
+    made: list[str] = []
+
+    def make(engine: str, name: str) -> Path | str:
+        if engine == "duckdb":
+            return tmp_path_factory.mktemp(name) / f"{name}.duckdb"
+        server = request.getfixturevalue("pg_server")
+        made.append(server.create_database())
+        return server.url(made[-1])
+
+    yield make
+    for name in made:
+        request.getfixturevalue("pg_server").drop_database(name)
+
+
+def assert_snapshot_readable(db: Path | str) -> None:
+    """Every part of the history's snapshot is a complete document, where the engine keeps it by default: the
+    folder beside a DuckDB file, a PostgreSQL history's `snapshot_parts`."""
+    if not is_postgres(db):
+        snapshot = Path(db).with_name("scanwatch-metrics.json")
+        if snapshot.exists():
+            read_snapshot(snapshot)  # every part of the folder
+        return
+    from exporters.snapshot_database import PolledStore
+    from exporters.source import SnapshotSource
+    from pipelines.history_location import HistoryLocation
+
+    store = PolledStore(HistoryLocation.parse(str(db)), poll_seconds=3600)
+    try:
+        state = SnapshotSource(store).get()
+    finally:
+        store.close()
+    assert state.parts and all(part.readable for part in state.parts.values()), state
+
+
 def faulty_scenario(seed: int, faults: dict, tmp: Path, figures: Counter, notes: list[str], *,
-                    scale: str = "small", rounds: int = ROUNDS) -> None:
+                    scale: str = "small", rounds: int = ROUNDS, db: Path | str | None = None) -> None:
+    """`db`: the faulty syncs' history (a DuckDB file in `tmp` by default, or a PostgreSQL URL)."""
     want = reference(seed, tmp, scale, rounds)
-    db = tmp / f"faulty-{seed}.duckdb"
+    db = tmp / f"faulty-{seed}.duckdb" if db is None else db
     divergences = []
     with serve_simulator(_config(seed, scale)) as sim:
         for i in range(rounds):
             if i:
                 sim.run_round()
             before = dump(db)
-            snapshot = db.with_name("scanwatch-metrics.json")
             sim.set_faults(**faults)
             outcome = sync_in_process(sim, db)
             sim.clear_faults()
@@ -89,19 +136,19 @@ def faulty_scenario(seed: int, faults: dict, tmp: Path, figures: Counter, notes:
                 notes.append(f"seed {seed} {sorted(faults)} sync {i + 1} failed: {line[:160]}")
                 assert line and "\n" not in line and "Traceback" not in line
                 after = dump(db)
-                for table in set(want[i]) - RUN_RECORDS:  # all or nothing per table: the old rows or the new ones
+                # All or nothing per table: the old rows or the new ones.
+                for table in set(want[i]) - RUN_RECORDS - SNAPSHOT_TABLES:  # the snapshot: `assert_snapshot_readable`
                     assert after[table] in (before.get(table, []), want[i][table]), f"{table} half-written"
                 # The record of the runs keeps every earlier run and holds this one's failure.
                 assert not lost(after, before).get("sync_runs"), lost(after, before)
                 assert any(r["status"] == "failure" for r in after.records("sync_runs")), after["sync_runs"]
                 # A failed run rebuilds the snapshot from the committed history (so /metrics shows the
                 # failure): it must be a complete document.
-                if snapshot.exists():
-                    read_snapshot(snapshot)  # every part of the folder
+                assert_snapshot_readable(db)
                 outcome = sync_in_process(sim, db)
                 assert outcome.success, _root_cause(outcome.error)
             got = dump(db)
-            problems = diff(got, want[i], ignore=RUN_RECORDS)
+            problems = diff(got, want[i], ignore=RUN_RECORDS | SNAPSHOT_TABLES)
             # Runs that failed under faults are recorded as such: the only difference the record of the runs
             # may show, besides every success of the clean sync.
             extra = [r for r in runs_added(got, want[i]) if r["status"] != "failure"]
@@ -113,43 +160,62 @@ def faulty_scenario(seed: int, faults: dict, tmp: Path, figures: Counter, notes:
     assert not divergences, f"seed {seed} with {faults}: {divergences}"
 
 
-@pytest.mark.parametrize(("seed", "mix"), CI_MATRIX)
-def test_fault_mix_leaves_the_tables_of_a_clean_sync(seed, mix, tmp_path_factory, figures, notes):
-    faulty_scenario(seed, (MIXES | FAILING)[mix], tmp_path_factory.mktemp(f"f{seed}{mix}"), figures, notes)
+def _matrix() -> list:
+    """The CI matrix on DuckDB, its PostgreSQL cases, and the rest of it on PostgreSQL in the soak."""
+    cases = [pytest.param(seed, mix, "duckdb", id=f"{seed}-{mix}") for seed, mix in CI_MATRIX]
+    return cases + [pytest.param(seed, mix, "postgres", id=f"{seed}-{mix}-postgres",
+                                 marks=() if (seed, mix) in CI_POSTGRES else pytest.mark.slow)
+                    for seed, mix in CI_MATRIX]
+
+
+@pytest.mark.parametrize(("seed", "mix", "engine"), _matrix())
+def test_fault_mix_leaves_the_tables_of_a_clean_sync(seed, mix, engine, tmp_path_factory, history_on, figures,
+                                                     notes):
+    """Mutation that fails `3-lists_always_503-postgres` (the DuckDB cases pass): the PostgreSQL snapshot store
+    writing each part cut in half (`exporters/snapshot_database.py`), so the part a failed run rebuilds to
+    show its failure is unreadable."""
+    faulty_scenario(seed, (MIXES | FAILING)[mix], tmp_path_factory.mktemp(f"f{seed}{mix}"), figures, notes,
+                    db=history_on(engine, f"f{seed}{mix}"))
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("seed", SOAK_SEEDS)
 @pytest.mark.parametrize("mix", sorted(MIXES | HEAVY))
-def test_soak_fault_matrix(seed, mix, tmp_path_factory, figures, notes):
+def test_soak_fault_matrix(seed, mix, engine, tmp_path_factory, history_on, figures, notes):
     faulty_scenario(seed, (MIXES | HEAVY)[mix], tmp_path_factory.mktemp(f"s{seed}{mix}"), figures, notes,
-                    rounds=3)
+                    rounds=3, db=history_on(engine, f"s{seed}{mix}"))
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("seed", (5, 23))
-def test_soak_fault_matrix_medium_world(seed, tmp_path_factory, figures, notes):
+def test_soak_fault_matrix_medium_world(seed, engine, tmp_path_factory, history_on, figures, notes):
     faulty_scenario(seed, MIXES["everything"], tmp_path_factory.mktemp(f"m{seed}"), figures, notes,
-                    scale="medium")
+                    scale="medium", db=history_on(engine, f"m{seed}"))
 
 
-def _core(db: Path) -> Dump:
+def _core(db: Path | str) -> Dump:
     got = dump(db)
     return Dump({t: got[t] for t in ("projects", "targets", "issues", "scans")}, columns=got.columns)
 
 
+@pytest.mark.parametrize("engine", [*ENGINES[:1], pytest.param(ENGINES[1], marks=pytest.mark.slow)])
 @pytest.mark.parametrize("seed", [7, *(pytest.param(s, marks=pytest.mark.slow) for s in (8, 9, 10, 11, 12))])
 @pytest.mark.parametrize("mode", ("insert", "remove"))
-def test_lists_changing_while_paged_are_caught_up_to_the_world_after(seed, mode, tmp_path, figures, notes):
+def test_lists_changing_while_paged_are_caught_up_to_the_world_after(seed, mode, engine, tmp_path, history_on,
+                                                                     figures, notes):
     """The world itself changes, so the expectation is the world after the change. A sync during the changes
     succeeds or gives up in one line (a list that changes on every page cannot be read whole); once the new
     scans have finished (which moves their projects), one ordinary sync later the history holds what an
     independent walk and a fresh clean sync of that world hold. Scans the service dropped mid-walk may
-    remain (the history keeps every scan ever seen); nothing else may differ."""
+    remain (the history keeps every scan ever seen); nothing else may differ. The soak runs it on PostgreSQL
+    too (the fresh sync, the truth, stays on DuckDB)."""
+    faulty = history_on(engine, "faulty")
     with serve_simulator(_config(seed)) as sim:
         sim.run_round()
         sim.set_faults(list_mutation_rate=0.5, list_mutation=mode, scope="lists", error_rate=0.05)
-        outcome = sync_in_process(sim, tmp_path / "faulty.duckdb")
+        outcome = sync_in_process(sim, faulty)
         sim.clear_faults()
         figures["faults: syncs with lists changing while paged"] += 1
         if not outcome.success:
@@ -158,9 +224,9 @@ def test_lists_changing_while_paged_are_caught_up_to_the_world_after(seed, mode,
             notes.append(f"seed {seed} lists {mode}: {line[:160]}")
             assert "\n" not in line and "cursor_invalid" in line
         sim.advance(3600)
-        assert sync_in_process(sim, tmp_path / "faulty.duckdb").success
+        assert sync_in_process(sim, faulty).success
         walked = checked_sync(sim, tmp_path / "fresh.duckdb").state  # the fresh sync holds the truth
-    got, fresh = _core(tmp_path / "faulty.duckdb"), _core(tmp_path / "fresh.duckdb")
+    got, fresh = _core(faulty), _core(tmp_path / "fresh.duckdb")
     got_scans, fresh_scans = set(got.pop("scans")), set(fresh.pop("scans"))
     problems = diff(got, fresh)
     if problems or fresh_scans - got_scans:
@@ -175,11 +241,14 @@ def test_lists_changing_while_paged_are_caught_up_to_the_world_after(seed, mode,
                      "dropped them, kept")
 
 
-def test_values_from_a_newer_service_are_stored_as_sent_and_everything_else_matches(tmp_path, figures):
-    """Unknown enum values are stored and warned about; apart from those fields the history is the clean one."""
+@pytest.mark.parametrize("engine", ENGINES)
+def test_values_from_a_newer_service_are_stored_as_sent_and_everything_else_matches(engine, tmp_path, history_on,
+                                                                                   figures):
+    """Unknown enum values are stored and warned about; apart from those fields the history is the clean one
+    (on PostgreSQL against DuckDB's clean history)."""
     seed = 3
     want = reference(seed, tmp_path, rounds=1)[0]
-    db = tmp_path / "enum.duckdb"
+    db = history_on(engine, "enum")
     with serve_simulator(_config(seed)) as sim:
         sim.set_faults(future_enum_rate=0.3, error_rate=0.05)
         outcome = sync_in_process(sim, db)

@@ -92,6 +92,12 @@ class Engine:
     def lock_workspace(self, conn: Connection, workspace_id: str | None) -> None:
         """Called first in every merge transaction: merges of one workspace take turns until it ends."""
 
+    @contextmanager
+    def holding_name(self, conn: Connection, label: str | None) -> Iterator[None]:
+        """Held while a sync checks which workspace a followed name stands for and stores its account, so two
+        first syncs of one name never both find it free. One writer holds a DuckDB file whole already."""
+        yield
+
     def analyse(self, conn: Connection, table: str) -> None:
         """Let the planner know a freshly filled temp table (`capabilities.analyse_context`)."""
 

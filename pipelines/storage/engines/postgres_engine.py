@@ -265,6 +265,17 @@ class PostgresEngine(Engine):
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($key, 0))",
                      {"key": f"scanwatch workspace {workspace_id or ''}"})
 
+    @contextmanager
+    def holding_name(self, conn: Connection, label: str | None) -> Iterator[None]:
+        """A session advisory lock on the followed name (the unnamed workspace's too), across the binding's
+        check and the account's own merge transaction; released if the process dies."""
+        key = {"key": f"scanwatch name {'' if label is None else label}"}
+        conn.execute("SELECT pg_advisory_lock(hashtextextended($key, 0))", key)
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtextextended($key, 0))", key)
+
 
 def _as_text(value: Any) -> str | None:
     """A JSON value as the text column of a stage reads it (what DuckDB's read_json gives a VARCHAR column):
