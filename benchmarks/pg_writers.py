@@ -16,7 +16,9 @@ an unlimited copy of the same worlds), and the server's lock waits: every 0.1 s,
 database waiting on a heavyweight lock (`pg_stat_activity.wait_event_type = 'Lock'`), by lock type. A sample
 is a backend seen waiting; samples x 0.1 s approximates the time spent waiting. And the CPU seconds of the
 sync processes, of the simulator and of the server (its backends included): over the wall, the cores the
-run kept busy, which tells a host's two cores running out from the syncs waiting on something.
+run kept busy, which tells a host's two cores running out from the syncs waiting on something; and, sampled
+every 0.1 s from /proc/stat, the share of the wall during which every core of the host was busy (syncs that
+start, page and merge in step need the cores at the same moments, which an average hides).
 
 Prints a table and writes `benchmarks/results/pg_writers.json`. Timings are reported, never asserted.
 """
@@ -96,6 +98,35 @@ class LockWaits(Sampler):
         return {"samples": sum(self.samples.values()), "by_lock_type": dict(self.samples),
                 "most_at_once": self.most_at_once,
                 "approx_seconds_waited": round(sum(self.samples.values()) * SAMPLE_SECONDS, 1)}
+
+
+class HostCores(Sampler):
+    """How busy the host's cores were, every 0.1 s: a run whose average leaves cores free can still spend much of
+    its wall with every core taken, when its processes need the CPU at the same moments."""
+
+    interval = SAMPLE_SECONDS
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last = self._read()
+        self.busy: list[float] = []
+
+    @staticmethod
+    def _read() -> tuple[int, int]:
+        fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(fields), fields[3] + fields[4]  # all jiffies, and idle + iowait
+
+    def sample(self) -> None:
+        now = self._read()
+        total, idle = now[0] - self.last[0], now[1] - self.last[1]
+        self.last = now
+        if total > 0:
+            self.busy.append(1 - idle / total)
+
+    def summary(self) -> dict:
+        saturated = sum(b >= 0.95 for b in self.busy)
+        return {"samples": len(self.busy),
+                "all_cores_busy_share": round(saturated / len(self.busy), 2) if self.busy else 0.0}
 
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -216,8 +247,9 @@ def measure(counts: list[int], scale: str, limit: int, window: float, whole: boo
                 load_before = _load()
                 before = sim.request_count()
                 cpu_before = cpu_seconds(sim.proc.pid), server_cpu_seconds(server.data_dir)
-                with LockWaits(db) as waits:
+                with LockWaits(db) as waits, HostCores() as cores:
                     row = run_syncs(sim.base_url, sim.keys[:k], db, whole, prestarted)
+                row["all_cores_busy_share"] = cores.summary()["all_cores_busy_share"]
                 row["simulator_cpu_seconds"] = round(cpu_seconds(sim.proc.pid) - cpu_before[0], 1)
                 row["server_cpu_seconds"] = round(server_cpu_seconds(server.data_dir) - cpu_before[1], 1)
                 row["busy_cores"] = round((row["cpu_seconds"] + row["simulator_cpu_seconds"]
@@ -271,13 +303,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{result['rate_limit']} (a workspace's limit alone takes {result['floor_seconds_per_workspace']} s); "
           "K = 1 first and last, ratios to their mean")
     print("K | wall | ratio to K = 1 | process walls (min / max) | CPU of the syncs / simulator / server "
-          "(cores kept busy) | requests / minimum | "
+          "(cores kept busy; share of the wall with every host core busy) | requests / minimum | "
           "lock-wait samples (by type; most at once) | load before -> after")
     for r in result["rows"]:
         w, p = r["lock_waits"], r["process_seconds"]
         print(f"{r['workspaces']} | {r['wall_seconds']} s | {r['ratio_to_one']} x | {p['min']} / {p['max']} s | "
               f"{r['cpu_seconds']} / {r['simulator_cpu_seconds']} / {r['server_cpu_seconds']} s "
-              f"({r['busy_cores']}) | {r['requests']} / {r['minimum']} ({r['requests_over_minimum']} x) | "
+              f"({r['busy_cores']}; every core busy {r['all_cores_busy_share']:.0%} of the wall) | "
+              f"{r['requests']} / {r['minimum']} ({r['requests_over_minimum']} x) | "
               f"{w['samples']} ({w['by_lock_type'] or '-'}; {w['most_at_once']}) | "
               f"{r['load_before']} -> {r['load_after']}")
     return 0
