@@ -93,9 +93,10 @@ class Engine:
         """Called first in every merge transaction: merges of one workspace take turns until it ends."""
 
     @contextmanager
-    def holding_name(self, conn: Connection, label: str | None) -> Iterator[None]:
+    def holding_name(self, conn: Connection, label: str | None, workspace_id: str | None) -> Iterator[None]:
         """Held while a sync checks which workspace a followed name stands for and stores its account, so two
-        first syncs of one name never both find it free. One writer holds a DuckDB file whole already."""
+        first syncs of one name, or of one workspace under two names, never both find the binding free. One
+        writer holds a DuckDB file whole already."""
         yield
 
     def analyse(self, conn: Connection, table: str) -> None:

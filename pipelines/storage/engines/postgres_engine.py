@@ -266,15 +266,20 @@ class PostgresEngine(Engine):
                      {"key": f"scanwatch workspace {workspace_id or ''}"})
 
     @contextmanager
-    def holding_name(self, conn: Connection, label: str | None) -> Iterator[None]:
-        """A session advisory lock on the followed name (the unnamed workspace's too), across the binding's
-        check and the account's own merge transaction; released if the process dies."""
-        key = {"key": f"scanwatch name {'' if label is None else label}"}
-        conn.execute("SELECT pg_advisory_lock(hashtextextended($key, 0))", key)
+    def holding_name(self, conn: Connection, label: str | None, workspace_id: str | None) -> Iterator[None]:
+        """Session advisory locks on the followed name (the unnamed workspace's too) and then on the workspace its
+        key answers for, across the binding's check and the account's own merge transaction: two first syncs
+        of one name, or of one workspace under two names, never both find the binding free. Always the name
+        first, so no two syncs wait on each other in a circle; released if the process dies."""
+        keys = [{"key": f"scanwatch name {'' if label is None else label}"},
+                {"key": f"scanwatch binding {workspace_id or ''}"}]
+        for key in keys:
+            conn.execute("SELECT pg_advisory_lock(hashtextextended($key, 0))", key)
         try:
             yield
         finally:
-            conn.execute("SELECT pg_advisory_unlock(hashtextextended($key, 0))", key)
+            for key in reversed(keys):
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended($key, 0))", key)
 
 
 def _as_text(value: Any) -> str | None:
