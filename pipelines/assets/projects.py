@@ -25,9 +25,9 @@ def projects_and_targets(
 ):
     """The project list embeds targets, so one walk (a page per 100 projects) feeds both tables."""
     with sync_step(context, "projects", history, scanning_service, partition_workspace(context)) as step:
-        if step.workspace_id is None:
-            raise RuntimeError("no account in the history yet: materialize the account asset first")
         with step.db() as conn:
+            if step.workspace_id is None:
+                raise RuntimeError("no account in the history yet: materialize the account asset first")
             expected = conn.execute(read_sql("sync/projects_expected.sql"),
                                     {"workspace_id": step.workspace_id}).fetchall()[0][0]
         body = step.client.list_projects(expected=expected)

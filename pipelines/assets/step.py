@@ -24,6 +24,7 @@ from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
 from pipelines.storage import MergeResult, record_sync_run
+from pipelines.storage.engines import Connection
 from pipelines.storage.merge import record_api_access_lost
 from pipelines.storage.workspaces import current_workspace
 
@@ -35,13 +36,31 @@ class Step:
     now: datetime
     workspace: str | None = None  # the followed workspace's name (Dagster's partition key)
     label: str | None = None  # its name on metrics; None for the one workspace of the two variables
-    workspace_id: str | None = None
     metadata: dict[str, object] = field(default_factory=dict)
     merged: list[MergeResult] = field(default_factory=list)
+    _workspace_id: str | None = None
+    _looked_up: bool = False
 
-    def db(self):
-        """The history, held only for one read or one merge."""
-        return self.history.get_connection()
+    @contextmanager
+    def db(self) -> Iterator[Connection]:
+        """The history, held only for one read or one merge. The first one also looks up the service workspace
+        this name follows: each open of a DuckDB history costs tens of milliseconds, several per step."""
+        with self.history.get_connection() as conn:
+            if not self._looked_up:
+                self.workspace_id = current_workspace(conn, self.label)
+            yield conn
+
+    @property
+    def workspace_id(self) -> str | None:
+        """The service's id of the followed workspace (None before its first account sync)."""
+        if not self._looked_up:
+            with self.db():
+                pass
+        return self._workspace_id
+
+    @workspace_id.setter
+    def workspace_id(self, value: str | None) -> None:
+        self._workspace_id, self._looked_up = value, True
 
     def named(self, what: str) -> str:
         """A progress line's subject: with several workspaces synced at once, whose it is."""
@@ -123,8 +142,6 @@ def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: s
     started = datetime.now(UTC)
     label = service.workspace(workspace).label if service is not None else None
     step = Step(client=None, history=history, now=started, workspace=workspace, label=label)
-    with step.db() as conn:
-        step.workspace_id = current_workspace(conn, label)
     stats: dict = {}
     try:
         if service is None or not reads_service:

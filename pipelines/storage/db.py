@@ -20,7 +20,7 @@ from pipelines.sqlfiles import read_sql, sql_dir, transaction
 from pipelines.storage.engines import Connection, HistoryLockedError, as_connection, location_of
 from pipelines.storage.engines.duckdb_engine import DUCKDB, SETTINGS, file_writer
 from pipelines.storage.reference import vocabulary_current, write_vocabulary
-from pipelines.storage.views import drop_views, views_current, write_views
+from pipelines.storage.views import definitions, digest, drop_views, write_views
 
 __all__ = ["SETTINGS", "HistoryLockedError", "connect", "migrate", "reader", "schema_version", "writer"]
 
@@ -92,12 +92,15 @@ def migrate(conn: Any, *, target: int | None = None) -> list[int]:
 def _up_to_date(conn: Connection) -> bool:
     """Whether everything `migrate` keeps current already is, by reads alone. Every step of every sync opens
     the history: an up-to-date one (the usual case) then takes no lock, so writers of different workspaces
-    never queue on the migration lock (PostgreSQL's advisory lock, held while another opener checks)."""
-    if not (_has_table(conn, "schema_migrations") and _has_table(conn, "view_layer")):
+    never queue on the migration lock (PostgreSQL's advisory lock, held while another opener checks). Two
+    reads: the version and the views' digest together (`storage/current.sql`), then the vocabulary."""
+    try:
+        version, views = conn.execute(read_sql("storage/current.sql")).fetchall()[0]
+    except conn.engine.missing_table:
         return False
-    if schema_version(conn) != latest_version() or not conn.engine.layer_current(conn):
+    if version != latest_version() or views != digest(definitions()) or not conn.engine.layer_current(conn):
         return False
-    return vocabulary_current(conn) and views_current(conn)
+    return vocabulary_current(conn) and conn.engine.views_granted(conn, list(definitions()))
 
 
 def _has_table(conn: Connection, name: str) -> bool:

@@ -60,13 +60,6 @@ def drop_views(conn: Any, views: dict[str, str] | None = None) -> None:
     conn.execute(read_sql("storage/view_layer_clear.sql"))
 
 
-def views_current(conn: Any) -> bool:
-    """Whether the history holds this layer, its readers granted (reads only)."""
-    views = definitions()
-    held = conn.execute(read_sql("storage/view_layer.sql")).fetchall()
-    return bool(held) and held[0][0] == digest(views) and conn.engine.views_granted(conn, list(views))
-
-
 def write_views(conn: Any) -> bool:
     """Recreate every view when the history's copy of the layer differs from the files; returns whether it
     did. One read when it is current (the usual open), one transaction when it is not."""

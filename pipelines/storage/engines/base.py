@@ -51,6 +51,8 @@ class Engine:
     capabilities = Capabilities(single_writer=False, casts_can_fail=False, analyse_context=False)
     # Errors that mean another connection wrote the same thing first (DuckDB's optimistic transactions).
     conflicts: tuple[type[BaseException], ...] = ()
+    # The error of a statement naming a table the history does not have (yet).
+    missing_table: tuple[type[BaseException], ...] = ()
 
     # --- statements and parameters
     def split(self, raw: Any, sql: str) -> Sequence[Statement]:

@@ -32,6 +32,7 @@ class DuckDBEngine(Engine):
     name = "duckdb"
     capabilities = Capabilities(single_writer=True, casts_can_fail=False, analyse_context=False)
     conflicts = (duckdb.TransactionException,)
+    missing_table = (duckdb.CatalogException,)
 
     def open(self, path: str | Path, *, wait_seconds: float = 30.0) -> Connection:
         """A read-write connection; waits a while for another process's writer, then says who."""

@@ -92,6 +92,7 @@ class PostgresEngine(Engine):
     name = "postgres"
     capabilities = Capabilities(single_writer=False, casts_can_fail=True, analyse_context=True,
                                 merge_group_bytes=256 * 1024 * 1024)
+    missing_table = (errors.UndefinedTable,)
 
     def open(self, location: HistoryLocation, *, writer: bool = True) -> Connection:
         """A connection in autocommit mode (transactions are explicit, as on DuckDB), in UTC; a writer's is
