@@ -53,6 +53,17 @@ def reader(db: str | Path) -> Iterator[Any]:
             yield conn
 
 
+@contextmanager
+def driver_cursor(con: Any) -> Iterator[Any]:
+    """The engine's own driver on an open history, for its `executemany` (`?` on DuckDB, `%s` on psycopg): a
+    psycopg cursor, or the DuckDB connection itself (a new DuckDB cursor starts outside the history file)."""
+    if con.engine.name == "postgres":
+        with con.raw.cursor() as cursor:
+            yield cursor
+    else:
+        yield con.raw
+
+
 def rows(db: str | Path, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
     """`sql` on the history, `?` for each parameter on either engine."""
     with reader(db) as conn:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.storage.db import connect
-from tests.backends import is_postgres
+from tests.backends import driver_cursor, is_postgres
 
 WS = "ws-1"
 _story: dict[str, dt.date] = {}
@@ -151,7 +151,7 @@ def _insert(con: Any, mark: str, table: str, columns: list[str], rows: list[tupl
     """Rows through the engine's own driver (`?` on DuckDB, `%s` on psycopg)."""
     cols = ", ".join(f'"{c}"' for c in columns)
     marks = ", ".join(mark for _ in columns)
-    with con.raw.cursor() as cursor:
+    with driver_cursor(con) as cursor:
         cursor.executemany(f"INSERT INTO {table} ({cols}) VALUES ({marks})", rows)
 
 

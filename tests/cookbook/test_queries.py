@@ -105,7 +105,7 @@ def test_open_issues_by_day_is_in_utc_whatever_the_session_time_zone(story_db: P
 
 def test_open_issues_by_day_last_row_is_now_even_when_the_service_clock_is_ahead(engine_db: str) -> None:
     db = _history(engine_db)
-    with connect(db) as con, con.raw.cursor() as cursor:
+    with connect(db) as con, backends.driver_cursor(con) as cursor:
         cursor.executemany(
             "INSERT INTO issues (workspace_id, id, project_id, target_id, severity, status, first_seen_at, fixed_at,"
             " last_seen_at, first_observed_at, last_observed_at) VALUES ('w', ?, 'p', 't', ?, ?, ?, ?, ?, ?, ?)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -37,13 +38,16 @@ class DuckDBEngine(Engine):
     def open(self, path: str | Path, *, wait_seconds: float = 30.0) -> Connection:
         """A read-write connection; waits a while for another process's writer, then says who."""
         path = Path(path)
-        if str(path) != ":memory:":
-            path.parent.mkdir(parents=True, exist_ok=True)
+        if str(path) == ":memory:":
+            raw = duckdb.connect(":memory:")
+            _configure(raw)
+            raw.execute("SET TimeZone = 'UTC'")
+            return Connection(raw, self, HistoryLocation(":memory:"))
+        path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + wait_seconds
         while True:
             try:
-                raw = duckdb.connect(str(path))
-                break
+                return _Attached.open(path, self)
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
                     raise
@@ -53,10 +57,6 @@ class DuckDBEngine(Engine):
                         "wait for it to finish and try again"
                     ) from None
                 time.sleep(0.5)
-        raw.execute("SET TimeZone = 'UTC'")
-        for name, value in SETTINGS.items():
-            raw.execute(f"SET {name} = '{value}'")
-        return Connection(raw, self, HistoryLocation(str(path)))
 
     def open_read_only(self, path: str | Path) -> Connection:
         raw = duckdb.connect(str(path), read_only=True)
@@ -90,10 +90,95 @@ class DuckDBEngine(Engine):
     def session(self, conn: Connection) -> Iterator[Connection]:
         """A cursor: DuckDB's second connection to the same database, with transactions of its own."""
         cursor = Connection(conn.raw.cursor(), self, conn.location)
+        database = conn.raw.execute("SELECT current_database()").fetchall()[0][0]
+        cursor.raw.execute(f'USE "{database}"')  # a new cursor starts in the process's own in-memory database
+        cursor.raw.execute("SET TimeZone = 'UTC'")
         try:
             yield cursor
         finally:
             cursor.close()
+
+
+def _configure(raw: duckdb.DuckDBPyConnection) -> None:
+    for name, value in SETTINGS.items():
+        raw.execute(f"SET {name} = '{value}'")
+
+
+class _Attached(Connection):
+    """A history file attached to this process's one in-memory DuckDB for as long as a connection uses it.
+
+    Each new DuckDB database costs tens of milliseconds to create and to close (its catalog of built-in
+    functions), and a sync opens the history several times per step, so that a merge never holds the file
+    while the step waits on the service. Attaching the file to a database kept for the process costs a
+    fraction of that, and takes and releases DuckDB's file lock as a connection of its own would: the file is
+    detached (checkpointed, its lock released) when its last connection of the process closes.
+    """
+
+    _host: duckdb.DuckDBPyConnection | None = None
+    _host_pid = 0
+    _files: dict[str, list] = {}  # resolved path -> [alias, connections open]
+    _lock = threading.Lock()
+    _count = 0
+    _key = ""
+    _closed = False
+
+    @classmethod
+    def open(cls, path: Path, engine: DuckDBEngine) -> _Attached:
+        key = str(path.resolve())
+        with cls._lock:
+            host = cls._host_here(path)
+            entry = cls._files.get(key)
+            if entry is None:
+                cls._count += 1
+                alias = f"history_{cls._count}"
+                host.execute(f"ATTACH '{_quoted(str(path))}' AS {alias}")
+                entry = cls._files[key] = [alias, 0]
+            entry[1] += 1
+        try:
+            raw = host.cursor()
+            raw.execute(f"USE {entry[0]}")
+            raw.execute("SET TimeZone = 'UTC'")
+        except BaseException:
+            cls._release(key)
+            raise
+        conn = cls(raw, engine, HistoryLocation(str(path)))
+        conn._key = key
+        return conn
+
+    @classmethod
+    def _host_here(cls, first: Path) -> duckdb.DuckDBPyConnection:
+        """The process's database; a forked child makes its own (the parent's is the parent's). Its spill
+        folder is the first history's `<file>.tmp`, as that file's own database would have used."""
+        if cls._host is None or cls._host_pid != os.getpid():
+            host = duckdb.connect(":memory:")
+            _configure(host)
+            host.execute(f"SET temp_directory = '{_quoted(str(first) + '.tmp')}'")
+            cls._host, cls._host_pid, cls._files = host, os.getpid(), {}
+        return cls._host
+
+    @classmethod
+    def _release(cls, key: str) -> None:
+        with cls._lock:
+            entry = cls._files.get(key)
+            if entry is None:
+                return
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del cls._files[key]
+                cls._host.execute(f"DETACH {entry[0]}")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.raw.close()
+        finally:
+            self._release(self._key)
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")
 
 
 DUCKDB = DuckDBEngine()
