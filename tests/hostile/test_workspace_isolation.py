@@ -23,6 +23,7 @@ import pytest
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import ENGINES, rows
 from tests.ingest.conftest import Oracle
+from tests.reliability import forked
 from tests.reliability.harness import ROOT
 
 pytestmark = pytest.mark.timeout(900)
@@ -40,8 +41,7 @@ FILE = """workspaces:
 
 
 def _sync(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    return forked.run(["sync", "--quiet", *args], env, timeout=600, cwd=ROOT)
 
 
 def _sites(sim, n: int) -> list[str]:

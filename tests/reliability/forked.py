@@ -15,13 +15,17 @@ milestone it passes is appended to a file first, so a test can tell how far a ki
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,15 +70,22 @@ class ForkedSync:
 
 
 class SyncForker:
-    """The forking server (a child of the test process) and its requests."""
+    """The forking server (a child of the test process) and its requests, from one thread at a time.
 
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.reliability.forked"], cwd=ROOT,
+    `libraries_only`: the server imports the libraries scanwatch uses (Dagster, DuckDB, httpx, psycopg,
+    prometheus-client) and none of scanwatch itself, so that each child imports scanwatch under its own
+    environment, as a process started from scratch does (the followed workspaces, for one, are read when
+    `pipelines.partitions` is imported)."""
+
+    def __init__(self, *, libraries_only: bool = False) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.reliability.forked",
+                                      *(["--libraries-only"] if libraries_only else [])], cwd=ROOT,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
                                      env={**os.environ, "PYTHONPATH": str(ROOT)})
         ready = self.proc.stdout.readline()
         assert ready.strip() == "ready", ready
         self._exits: dict[int, int] = {}
+        self._lock = threading.Lock()
 
     def __enter__(self) -> SyncForker:
         return self
@@ -88,12 +99,14 @@ class SyncForker:
             self.proc.wait(timeout=60)
 
     def start(self, env: dict[str, str], work: Path, *, kill_at: str | None = None,
-              args: tuple[str, ...] = ("sync", "--quiet")) -> ForkedSync:
+              args: tuple[str, ...] = ("sync", "--quiet"), cwd: Path | None = None) -> ForkedSync:
         """Fork `scanwatch ARGS` with exactly `env`; `work` receives its stdout, stderr and milestones."""
         work.mkdir(parents=True, exist_ok=True)
         (work / "milestones").unlink(missing_ok=True)
-        self._send({"env": env, "work": str(work), "kill_at": kill_at, "args": list(args)})
-        pid = int(self._read()["pid"])
+        with self._lock:
+            self._send({"env": env, "work": str(work), "kill_at": kill_at, "args": list(args),
+                        "cwd": str(cwd or ROOT)})
+            pid = int(self._read()["pid"])
         return ForkedSync(pid, work, self)
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -106,20 +119,53 @@ class SyncForker:
         return json.loads(line)
 
     def _poll(self, pid: int) -> int | None:
-        if pid in self._exits:
-            return self._exits.pop(pid)
-        self._send({"poll": pid})
-        answer = self._read()
+        with self._lock:
+            if pid in self._exits:
+                return self._exits.pop(pid)
+            self._send({"poll": pid})
+            answer = self._read()
         return None if answer["status"] is None else int(answer["status"])
 
     def _reap(self, pid: int, timeout: float) -> int:
+        """Polled, so that the server never blocks on one child while another thread starts or polls one."""
         deadline = time.monotonic() + timeout
-        while pid not in self._exits:
-            assert time.monotonic() < deadline, f"forked sync {pid} still running after {timeout} s"
-            self._send({"wait": pid})
-            answer = self._read()
-            self._exits[int(answer["pid"])] = int(answer["status"])
-        return self._exits.pop(pid)
+        while (status := self._poll(pid)) is None:
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(["scanwatch", f"pid {pid}"], timeout)
+            time.sleep(0.05)
+        return status
+
+
+_shared: SyncForker | None = None
+_shared_lock = threading.Lock()
+
+
+def run(args: list[str], env: dict[str, str], *, timeout: float = 300,
+        cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`scanwatch ARGS` as `subprocess.run(..., capture_output=True, text=True)` gives it, in a process forked
+    from this test process's server (started once, libraries only): a real process, with its own environment,
+    descriptors and exit, that imports scanwatch itself but not Dagster and the other libraries again (about
+    2 CPU-seconds per command on a 2-core host that runs hundreds of them). The command is killed at the
+    timeout, as subprocess.run does."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or _shared.proc.poll() is not None:
+            _shared = SyncForker(libraries_only=True)
+            atexit.register(_shared.close)
+        forker = _shared
+    work = Path(tempfile.mkdtemp(prefix="scanwatch-cli-"))
+    try:
+        child = forker.start(env, work, args=tuple(args), cwd=cwd)
+        try:
+            code = child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(60)
+            raise subprocess.TimeoutExpired(["scanwatch", *args], timeout) from None
+        out = (work / "stdout").read_text(errors="replace")
+        return subprocess.CompletedProcess(["scanwatch", *args], code, out, child.stderr())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _child(request: dict[str, Any]) -> None:
@@ -137,6 +183,8 @@ def _child(request: dict[str, Any]) -> None:
             os.close(target)
         os.environ.clear()
         os.environ.update(request["env"])
+        os.chdir(request.get("cwd") or ROOT)
+        sys.argv = ["scanwatch", *request["args"]]
         from pipelines import milestones
         from pipelines.cli import main
         from tests.reliability.kill_at import kill_at
@@ -162,18 +210,19 @@ def _status(raw: int) -> int:
     return -os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
 
 
-def serve() -> None:
+# What the server imports before any fork: everything a sync imports, or (`--libraries-only`) the libraries alone.
+SCANWATCH = ("pipelines.cli", "pipelines.definitions", "pipelines.materialize")
+LIBRARIES = ("dagster", "duckdb", "httpx", "psycopg", "prometheus_client", "sqlalchemy")
+
+
+def serve(modules: tuple[str, ...] = SCANWATCH) -> None:
     """Read requests on stdin (one JSON object a line), answer on stdout; end at EOF."""
-    for module in ("pipelines.cli", "pipelines.definitions", "pipelines.materialize"):
-        importlib.import_module(module)  # everything a sync imports, once, before any fork
+    for module in modules:
+        importlib.import_module(module)
 
     print("ready", flush=True)
     for line in sys.stdin:
         request = json.loads(line)
-        if "wait" in request:
-            pid, raw = os.waitpid(int(request["wait"]), 0)
-            print(json.dumps({"pid": pid, "status": _status(raw)}), flush=True)
-            continue
         if "poll" in request:
             pid, raw = os.waitpid(int(request["poll"]), os.WNOHANG)
             print(json.dumps({"pid": pid, "status": _status(raw) if pid else None}), flush=True)
@@ -185,4 +234,4 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
-    serve()
+    serve(LIBRARIES if "--libraries-only" in sys.argv[1:] else SCANWATCH)

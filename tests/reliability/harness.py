@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import duckdb
 
 from tests.history_dump import SNAPSHOT_TABLES, Dump, added, diff, dump_history, intact, lost, runs_added
+from tests.reliability import forked
 from tests.service_truth import Truth, expected_events, mismatches, recorded_events, walk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,9 +55,9 @@ def service_env(sim, db: Path, **extra: str) -> dict[str, str]:
 
 
 def cli(args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run `scanwatch ARGS` as users do, from the repository root."""
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=ROOT)
+    """Run `scanwatch ARGS` as users do, from the repository root: a process of its own with `env`, forked
+    once the libraries are imported (tests/reliability/forked.py)."""
+    return forked.run(args, env, timeout=timeout, cwd=ROOT)
 
 
 def assert_one_line(stderr: str, *, must_contain: str = "") -> str:

@@ -18,6 +18,7 @@ import pytest
 from simulator.testing import SimConfig, serve_simulator
 from tests.e2e.stack import ROOT, Process, poll
 from tests.ingest.conftest import Oracle, query
+from tests.reliability import forked
 from tests.service_truth import mismatches, walk
 
 pytestmark = pytest.mark.timeout(600)
@@ -55,8 +56,7 @@ def deployment(sim, tmp_path_factory) -> dict[str, str]:
 
 
 def _sync(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return forked.run(["sync", "--quiet", *args], env, timeout=300, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +143,7 @@ def test_a_key_pointed_at_another_workspace_is_refused_and_writes_nothing(sim, d
 
 
 def _sql(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", "sql", *args, "--format", "json"], env=env,
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return forked.run(["sql", *args, "--format", "json"], env, timeout=120, cwd=ROOT)
 
 
 def test_sql_and_the_cookbook_honour_the_workspace(sim, deployment, first_sync):
