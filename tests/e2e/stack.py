@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from pipelines.commands.processes import stop_process
+from tests.reliability import forked
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -175,8 +176,7 @@ class LiveStack:
         self.prom_url = self.exporter_url = ""
 
     def sync(self) -> None:
-        result = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], env=self.env, cwd=ROOT,
-                                capture_output=True, text=True, timeout=180)
+        result = forked.run(["sync", "--quiet"], self.env, timeout=180, cwd=ROOT)
         assert result.returncode == 0, result.stdout + result.stderr
 
     def snapshot(self) -> dict:

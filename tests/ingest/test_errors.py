@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 
 from pipelines.commands.sync import _root_cause
 from tests.ingest.conftest import Oracle, query, run_sync
+from tests.reliability import forked
 
 
 def _history(db) -> list:
@@ -64,8 +64,7 @@ def test_unknown_enum_values_are_stored_and_warned_about(sim, env):
 
 
 def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True,
-                          env=env, timeout=300)
+    return forked.run(args, env, timeout=300)
 
 
 def test_cli_sync_summary_and_one_line_failures(sim, env):
