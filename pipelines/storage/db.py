@@ -98,9 +98,10 @@ def _up_to_date(conn: Connection) -> bool:
         version, views = conn.execute(read_sql("storage/current.sql")).fetchall()[0]
     except conn.engine.missing_table:
         return False
-    if version != latest_version() or views != digest(definitions()) or not conn.engine.layer_current(conn):
+    views_wanted = definitions()
+    if version != latest_version() or views != digest(views_wanted) or not conn.engine.layer_current(conn):
         return False
-    return vocabulary_current(conn) and conn.engine.views_granted(conn, list(definitions()))
+    return vocabulary_current(conn) and conn.engine.views_granted(conn, list(views_wanted))
 
 
 def _has_table(conn: Connection, name: str) -> bool:
