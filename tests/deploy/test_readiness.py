@@ -40,11 +40,13 @@ def exporter_at(tmp_path: Path):
         server.shutdown()
 
 
-def _poll(client: httpx.Client, path: str, status: int, seconds: float = 20) -> httpx.Response:
+def _poll(client: httpx.Client, path: str, status: int, seconds: float = 20, text: str = "") -> httpx.Response:
+    """Ask until the answer has `status` (and `text`): a changed file is rendered in the background, and a
+    scrape keeps the previous rendering until the new one is ready."""
     deadline = time.monotonic() + seconds
     while True:
         resp = client.get(path)
-        if resp.status_code == status or time.monotonic() > deadline:
+        if (resp.status_code == status and text in resp.text) or time.monotonic() > deadline:
             return resp
         time.sleep(0.05)
 
@@ -72,4 +74,6 @@ def test_a_broken_first_file_is_not_ready_and_a_later_broken_file_keeps_it_ready
     assert _poll(client, "/-/ready", 200).status_code == 200
     path.write_text("{ broken again")  # the last good snapshot keeps being served, so the pod stays in
     assert client.get("/-/ready").status_code == 200
-    assert "secscan_snapshot_readable 0.0" in client.get("/metrics").text
+    assert "secscan_snapshot_readable 0.0" in _poll(client, "/metrics", 200, text="secscan_snapshot_readable 0.0").text
+    assert client.get("/-/ready").status_code == 200
+    assert "secscan_project_score" in client.get("/metrics").text
