@@ -7,12 +7,20 @@ test `slow` moves only extra rounds, seeds and scales out of CI, never a behavio
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
 from tests.figures import FIGURES, NOTES
 
 SOAK = os.environ.get("SCANWATCH_SOAK") == "1"
+
+# A suite started as a background job (`make test &`, nohup) inherits SIGINT ignored, and so would every
+# command it starts: a Ctrl-C test would then see its signal dropped, and `dagster api grpc` (which maps SIGTERM
+# to SIGINT's handler) would ignore SIGTERM too. The commands under test run as a terminal's foreground would
+# run them: with Python's own handler here, every child starts with SIGINT's default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # The files whose tests take minutes in all, longest first (`pytest --durations=0`, summed per file). `make test`
