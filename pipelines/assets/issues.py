@@ -11,7 +11,7 @@ from pipelines.assets.step import Progress, partition_workspace, sync_step
 from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
-from pipelines.storage import merge_issue_stages
+from pipelines.storage import merge_issue_stages, stage_format
 from pipelines.storage.entities import ISSUE
 from pipelines.storage.stage import StageFile
 
@@ -45,6 +45,7 @@ def issues(
                     "project_ids": [pid for pid, _, _ in todo], "page_size": client.page_size}).fetchall()[0]
                 expected = {pid: n for pid, n, _ in conn.execute(read_sql("sync/list_expectations.sql"),
                                                                  {"workspace_id": step.workspace_id}).fetchall()}
+            line_format = stage_format(conn, ISSUE)
 
         progress = Progress(step.named("issues"), len(todo), client)
         progress.announce(pages, floor=first_read)
@@ -52,7 +53,7 @@ def issues(
         opened: list[StageFile] = []  # every stage file, so that a failure leaves none behind
 
         def read(project_id: str) -> StageFile | None:
-            stage = StageFile(ISSUE.name)
+            stage = StageFile(ISSUE.name, line_format)
             opened.append(stage)
             milestones.reached("issues.paging")
             try:

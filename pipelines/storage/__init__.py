@@ -14,6 +14,7 @@ from pipelines.storage.merge import (
     merge_projects,
     merge_scans,
     record_sync_run,
+    stage_format,
 )
 
 __all__ = [
@@ -30,5 +31,6 @@ __all__ = [
     "reader",
     "record_sync_run",
     "schema_version",
+    "stage_format",
     "writer",
 ]

@@ -1,8 +1,12 @@
-"""Stage files: API items on disk as NDJSON, written as the pages arrive.
+"""Stage files: API items on disk, written as the pages arrive.
 
 A list is never held whole in memory: each item is appended to its list's file as it comes, with a sequence
-number, so that DuckDB can keep the latest sighting of an id that moved between pages, and a walk that
+number, so that the merge can keep the latest sighting of an id that moved between pages, and a walk that
 starts over (the list changed under it) truncates the file, dropping what the abandoned pass gave.
+
+A line is NDJSON, which every engine reads, unless the engine names a format of its own (`StageFormat`):
+PostgreSQL's is COPY's text format, so that turning a record into the row it loads as is done while the
+pages arrive, when a sync mostly waits on the service, and the merge sends the file as it is.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 SEQ = "__scanwatch_seq"  # the order of arrival; a later sighting of an id wins
@@ -39,8 +43,9 @@ def _without_surrogates(value: object, path: str, found: list[str]) -> object:
     return value
 
 
-def encode(rec: dict) -> tuple[bytes | None, list[Problem]]:
-    """One record as UTF-8 JSON, or None when it is quarantined (too large), and what was wrong with it.
+def encode(rec: dict) -> tuple[dict, bytes | None, list[Problem]]:
+    """One record as UTF-8 JSON, or None when it is quarantined (too large), the record as encoded, and what
+    was wrong with it.
 
     One bad record is one warning, never a failed list: a lone surrogate (which no UTF-8 file can hold) is
     stored as U+FFFD, and a record over `MAX_RECORD_BYTES` is left out and listed.
@@ -61,8 +66,69 @@ def encode(rec: dict) -> tuple[bytes | None, list[Problem]]:
                          f"a record of {len(data) / 1e6:.1f} MB, over the {MAX_RECORD_BYTES // (1024 * 1024)} MiB a "
                          "record may hold, left out and listed in ingest_warnings; the history keeps its earlier "
                          "state"))
-        return None, problems
-    return data, problems
+        return rec, None, problems
+    return rec, data, problems
+
+
+class StageFormat:
+    """How a record becomes one line of a stage file: NDJSON, with the order of arrival as `SEQ`."""
+
+    suffix = ".ndjson"
+
+    def line(self, record: dict, seq: int, data: bytes) -> bytes:
+        """`data` is `record` as encode() gave it: compact UTF-8 JSON."""
+        body = data[1:]
+        return b'{"%s":%d%s%s\n' % (SEQ.encode(), seq, b"," if body != b"}" else b"", body)
+
+
+NDJSON = StageFormat()
+
+
+def as_text(value: object) -> str | None:
+    """A JSON value as a stage's text column holds it (what DuckDB's read_json gives a VARCHAR column): a
+    string as itself, true and false, a number as written, an object or a list as compact JSON.
+    PostgreSQL's text cannot hold U+0000, which a JSON string can: that one character is stored as U+FFFD."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))  # a `json` column keeps `\u0000` escaped
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+class CopyText(StageFormat):
+    """PostgreSQL COPY's text format: the entity's columns in order, each as `as_text` gives it (NULL as
+    `\\N`), then the order of arrival. Loaded with `COPY ... FROM STDIN` as it is: no work per row at merge
+    time, where parsing each line again cost more than the rest of the load."""
+
+    suffix = ".copy"
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = tuple(columns)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CopyText) and other.columns == self.columns
+
+    def __hash__(self) -> int:
+        return hash(self.columns)
+
+    def line(self, record: dict, seq: int, data: bytes) -> bytes:
+        fields = []
+        for column in self.columns:
+            text = as_text(record.get(column))
+            if text is None:
+                text = "\\N"
+            elif "\\" in text or "\n" in text or "\r" in text or "\t" in text:  # rare: four scans beat translate()
+                text = text.translate(_COPY_ESCAPES)
+            fields.append(text)
+        fields.append(str(seq))
+        return ("\t".join(fields) + "\n").encode("utf-8")
 
 
 def _alive(pid: int) -> bool:
@@ -93,10 +159,11 @@ def stage_folder(base: Path | None = None) -> Path:
 
 
 class StageFile:
-    """One list's items, appended one line each; `discard()` removes the file (always call it)."""
+    """One list's items, appended one line each in `format`; `discard()` removes the file (always call it)."""
 
-    def __init__(self, name: str) -> None:
-        fd, path = tempfile.mkstemp(prefix=f"{name}-", suffix=".ndjson", dir=stage_folder())
+    def __init__(self, name: str, format: StageFormat = NDJSON) -> None:
+        fd, path = tempfile.mkstemp(prefix=f"{name}-", suffix=format.suffix, dir=stage_folder())
+        self.format = format
         self.path = Path(path)
         self._fh = os.fdopen(fd, "wb")
         self._seq = 0
@@ -105,15 +172,19 @@ class StageFile:
         self.quarantined: list[str] = []
 
     def write(self, item: dict) -> None:
-        data, problems = encode(item)
+        record, data, problems = encode(item)
         self.problems += problems
         if data is None:
             self.quarantined.append(str(item.get("id")))
             return
         self._seq += 1
         self.count += 1
-        body = data[1:]
-        self._fh.write(b'{"%s":%d%s%s\n' % (SEQ.encode(), self._seq, b"," if body != b"}" else b"", body))
+        self._fh.write(self.format.line(record, self._seq, data))
+
+    def lines(self) -> Iterator[bytes]:
+        """The file's lines, once it is closed."""
+        with open(self.path, "rb") as fh:
+            yield from fh
 
     def extend(self, items: Iterable[dict]) -> StageFile:
         for item in items:

@@ -15,6 +15,7 @@ import duckdb
 from pipelines.history_location import HistoryLocation
 from pipelines.storage.engines.base import Capabilities, Connection, Engine
 from pipelines.storage.engines.sqltext import Statement
+from pipelines.storage.stage import NDJSON, StageFile
 
 # A sync's memory is bounded by its merge group (see merge.CHUNK_BYTES), not by the history: DuckDB spills to
 # `<db>.tmp` past this limit instead of growing with the workspace. 96 MB holds a merge group's stage tables
@@ -69,7 +70,10 @@ class DuckDBEngine(Engine):
     def execute(self, conn: Connection, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> Any:
         return conn.raw.execute(sql, params) if params is not None else conn.raw.execute(sql)
 
-    def load_stage(self, conn: Connection, table: str, columns: Sequence[str], files: Sequence[Path]) -> None:
+    def load_stage(self, conn: Connection, table: str, columns: Sequence[str], stages: Sequence[StageFile]) -> None:
+        if any(stage.format is not NDJSON for stage in stages):
+            raise ValueError("DuckDB loads NDJSON stage files only: write them in the engine's stage_format()")
+        files = [stage.path for stage in stages]
         *text, seq = columns
         spec = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in text) + f", '{seq}': 'BIGINT'" + "}"
         conn.execute(f"INSERT INTO {table} SELECT * FROM read_json(?, format='newline_delimited', columns={spec})",
