@@ -1,8 +1,8 @@
 -- scanwatch history, schema version 15: an index on `workspace_id` for each table a workspace's sync, checks and
 -- snapshot part read by workspace. A PostgreSQL history holds many workspaces (one database for every pod), and
 -- without them each of those reads scanned every workspace's rows: with 50 medium workspaces in one database
--- (251k issues), an unchanged re-sync of one took 8.5 to 9.2 s, against 5.8 to 6.2 s with the indexes, as
--- fast as in a database of its own (docs/benchmarks.md).
+-- (251k issues), an unchanged re-sync of one took 8.5 to 10.0 s, against 4.9 to 6.2 s with the indexes, as
+-- fast as its first sync in a database of its own (`python -m benchmarks.pg_shared`, docs/benchmarks.md).
 -- PostgreSQL's alone: a DuckDB file answers a workspace's reads from its zone maps, and an ART index would hold
 -- the history's rows in scanwatch's memory (migration 011).
 -- Only adds objects (IF NOT EXISTS): harmless twice.
