@@ -29,6 +29,10 @@ MAX_POLLS_PER_TICK = 20  # bounded: the sensor must not eat the rate limit the s
 # workspace's service does, and a slow workspace never costs another its run request.
 WORKSPACE_BUDGET_SECONDS = 20.0
 MAX_WORKSPACES_AT_ONCE = 32
+# A run writing a DuckDB history holds its file for one step's transaction at a time: the look at the queued
+# scans waits that long within the budget rather than skip the tick, and with it a minute in which a
+# schedule's run may settle the finished scan first.
+LOCK_WAIT_SECONDS = 5.0
 
 
 @dg.sensor(job=project_refresh_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
@@ -73,21 +77,32 @@ def scan_finished_sensor(
     return requests or dg.SkipReason("; ".join(waiting))
 
 
+def _pending(history: HistoryResource, label: str | None, wait_until: float) -> list[tuple[str, str]] | str:
+    """The workspace's queued scans as the history holds them, read-only and brief; a DuckDB file a writer
+    holds is tried again until `wait_until`."""
+    while True:
+        try:
+            with reader(history.location) as conn:
+                workspace_id = current_workspace(conn, label)
+                if workspace_id is None:  # never read yet; a None here would match every workspace's scans
+                    return "no history of this workspace yet"
+                return conn.execute(read_sql("sync/pending_scans.sql"),
+                                    {"workspace_id": workspace_id, "limit": MAX_POLLS_PER_TICK}).fetchall()
+        except duckdb.IOException as exc:  # the file's lock, held by a run's step
+            if time.time() + 0.25 >= wait_until:
+                return f"history not readable now ({type(exc).__name__}); trying again next tick"
+            time.sleep(0.25)
+        except (duckdb.Error, HistoryUnavailableError) as exc:
+            return f"history not readable now ({type(exc).__name__}); trying again next tick"
+
+
 def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceResource, history: HistoryResource,
                  workspace: str, deadline: float) -> list[tuple[str, str]] | str:
     """This workspace's queued scans that have finished (or vanished), or why there is nothing to ask for;
     no request starts past `deadline`, and none waits past it."""
-    label = service.workspace(workspace).label
-    try:
-        # Read-only and brief: a run writing a DuckDB history holds its lock, and then this tick just waits.
-        with reader(history.location) as conn:
-            workspace_id = current_workspace(conn, label)
-            if workspace_id is None:  # never read yet; a None here would match every workspace's scans
-                return "no history of this workspace yet"
-            pending = conn.execute(read_sql("sync/pending_scans.sql"),
-                                   {"workspace_id": workspace_id, "limit": MAX_POLLS_PER_TICK}).fetchall()
-    except (duckdb.Error, HistoryUnavailableError) as exc:
-        return f"history not readable now ({type(exc).__name__}); trying again next tick"
+    pending = _pending(history, service.workspace(workspace).label, min(deadline, time.time() + LOCK_WAIT_SECONDS))
+    if isinstance(pending, str):
+        return pending
     if not pending:
         return "no queued scans in the history"
     finished: list[tuple[str, str]] = []
