@@ -20,7 +20,7 @@ from pipelines.jobs import project_refresh_job
 from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.sqlfiles import read_sql
-from pipelines.storage import HistoryUnavailableError, reader
+from pipelines.storage import HistoryLockedError, HistoryUnavailableError, reader
 from pipelines.vocabulary import UNFINISHED_SCAN_STATUSES
 
 MAX_POLLS_PER_TICK = 20  # bounded: the sensor must not eat the rate limit the schedules need
@@ -78,22 +78,19 @@ def scan_finished_sensor(
 
 
 def _pending(history: HistoryResource, label: str | None, wait_until: float) -> list[tuple[str, str]] | str:
-    """The workspace's queued scans as the history holds them, read-only and brief; a DuckDB file a writer
-    holds is tried again until `wait_until`."""
-    while True:
-        try:
-            with reader(history.location) as conn:
-                workspace_id = current_workspace(conn, label)
-                if workspace_id is None:  # never read yet; a None here would match every workspace's scans
-                    return "no history of this workspace yet"
-                return conn.execute(read_sql("sync/pending_scans.sql"),
-                                    {"workspace_id": workspace_id, "limit": MAX_POLLS_PER_TICK}).fetchall()
-        except duckdb.IOException as exc:  # the file's lock, held by a run's step
-            if time.time() + 0.25 >= wait_until:
-                return f"history not readable now ({type(exc).__name__}); trying again next tick"
-            time.sleep(0.25)
-        except (duckdb.Error, HistoryUnavailableError) as exc:
-            return f"history not readable now ({type(exc).__name__}); trying again next tick"
+    """The workspace's queued scans as the history holds them, read-only and brief; a DuckDB file a run's
+    step holds is waited for until `wait_until`."""
+    try:
+        with reader(history.location, wait_seconds=max(0.0, wait_until - time.time())) as conn:
+            workspace_id = current_workspace(conn, label)
+            if workspace_id is None:  # never read yet; a None here would match every workspace's scans
+                return "no history of this workspace yet"
+            return conn.execute(read_sql("sync/pending_scans.sql"),
+                                {"workspace_id": workspace_id, "limit": MAX_POLLS_PER_TICK}).fetchall()
+    except HistoryLockedError:
+        return "history not readable now (a run is writing it); trying again next tick"
+    except (duckdb.Error, HistoryUnavailableError) as exc:
+        return f"history not readable now ({type(exc).__name__}); trying again next tick"
 
 
 def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceResource, history: HistoryResource,

@@ -127,16 +127,17 @@ def connect(db: str | Path | HistoryLocation, *, wait_seconds: float = 30.0) -> 
 
 
 @contextmanager
-def reader(db: str | Path | HistoryLocation) -> Iterator[Connection]:
-    """The history for a brief read (a sensor's look at the queued scans): DuckDB's file opened read-only (it
-    fails at once while a writer holds it), or a PostgreSQL connection that never waits for a writer."""
+def reader(db: str | Path | HistoryLocation, *, wait_seconds: float = 0.0) -> Iterator[Connection]:
+    """The history for a brief read (a sensor's look at the queued scans): DuckDB's file opened read-only (a
+    file a writer holds is waited for up to `wait_seconds`, then HistoryLockedError), or a PostgreSQL
+    connection that never waits for a writer."""
     location = location_of(db)
     if location.is_postgres:
         from pipelines.storage.engines.postgres_engine import POSTGRES
 
         conn = POSTGRES.open(location, writer=False)
     else:
-        conn = DUCKDB.open_read_only(location.path)
+        conn = DUCKDB.open_read_only(location.path, wait_seconds=wait_seconds)
     try:
         yield conn
     finally:

@@ -46,6 +46,6 @@ def test_a_file_held_by_a_writer_is_waited_for_within_the_budget_and_not_past_it
 
     proc = _held(path)
     try:  # no time left in the budget: one line, and the next tick tries again
-        assert "not readable now (IOException)" in _pending(history, None, time.time())
+        assert "not readable now (a run is writing it)" in _pending(history, None, time.time())
     finally:
         proc.wait(10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,24 @@ class HistoryLockedError(RuntimeError):
     """Another process holds the DuckDB file for writing (a sync or `dagster dev` run)."""
 
 
+def _waiting_for_writer(path: Path, wait_seconds: float, open_once: Callable[[], Connection]) -> Connection:
+    """`open_once()`, again every 0.5 s while another process holds the file's lock, for up to `wait_seconds`;
+    then one line saying who holds it."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            return open_once()
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise
+            if time.monotonic() >= deadline:
+                raise HistoryLockedError(
+                    f"the history {path} is being written by another process (a sync or a Dagster run); "
+                    "wait for it to finish and try again"
+                ) from None
+            time.sleep(0.5)
+
+
 class DuckDBEngine(Engine):
     name = "duckdb"
     capabilities = Capabilities(single_writer=True, casts_can_fail=False, analyse_context=False)
@@ -45,24 +63,16 @@ class DuckDBEngine(Engine):
             raw.execute("SET TimeZone = 'UTC'")
             return Connection(raw, self, HistoryLocation(":memory:"))
         path.parent.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + wait_seconds
-        while True:
-            try:
-                return _Attached.open(path, self)
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower():
-                    raise
-                if time.monotonic() >= deadline:
-                    raise HistoryLockedError(
-                        f"the history {path} is being written by another process (a sync or a Dagster run); "
-                        "wait for it to finish and try again"
-                    ) from None
-                time.sleep(0.5)
+        return _waiting_for_writer(path, wait_seconds, lambda: _Attached.open(path, self))
 
-    def open_read_only(self, path: str | Path) -> Connection:
-        raw = duckdb.connect(str(path), read_only=True)
-        raw.execute("SET TimeZone = 'UTC'")
-        return Connection(raw, self, HistoryLocation(str(path)))
+    def open_read_only(self, path: str | Path, *, wait_seconds: float = 0.0) -> Connection:
+        """A read-only connection; a file another process is writing is waited for as `open` waits."""
+        def once() -> Connection:
+            raw = duckdb.connect(str(path), read_only=True)
+            raw.execute("SET TimeZone = 'UTC'")
+            return Connection(raw, self, HistoryLocation(str(path)))
+
+        return _waiting_for_writer(Path(path), wait_seconds, once)
 
     def split(self, raw: Any, sql: str) -> Sequence[Statement]:
         return [Statement(s.query, tuple(s.named_parameters)) for s in raw.extract_statements(sql)]
