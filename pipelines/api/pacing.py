@@ -69,10 +69,13 @@ class Pacer:
         self.min_sample = 0.25  # seconds of a window before the other client's rate is trusted
         self.last_send = float("-inf")
         self.sent = 0  # tickets handed out: our requests, in sending order
+        self._unanswered: set[int] = set()  # tickets handed out and not released
         # Another client's spending (the agent server), in requests a second, measured within a window as a lower
         # bound: the drop of Remaining beyond every request we sent meanwhile. The spread phase leaves it room.
         self.foreign_rate = 0.0
-        self._ref: tuple[int, int, float] | None = None  # (remaining, ticket, time) of a window's first answer
+        # (remaining, ticket, time, ours still uncounted) of a window's first answer: the last, our requests sent
+        # before it and not answered yet, which the service may count after it.
+        self._ref: tuple[int, int, float, int] | None = None
         self._cond = threading.Condition(threading.Lock())
         self.limit: int | None = None
         self.remaining: int | None = None  # as last reported, less answers seen without headers since
@@ -173,6 +176,7 @@ class Pacer:
                     self.in_flight += 1
                     self.last_send = now
                     self.sent += 1
+                    self._unanswered.add(self.sent)
                     return self.sent
                 if for_answer:
                     started = time.monotonic()
@@ -190,6 +194,7 @@ class Pacer:
         """
         with self._cond:
             self.in_flight = max(0, self.in_flight - 1)
+            self._unanswered.discard(ticket)
             if headers is not None and success:
                 self.headerless = headers.get("x-ratelimit-remaining") is None
             self._observe(headers, ticket, stats or self._stats)
@@ -226,7 +231,10 @@ class Pacer:
         if reset is None or self.reset_reported is None or reset > self.reset_reported + self.same_window:
             # A newer window (or the first news): take it as it is.
             self.remaining, self.reset, self.reset_reported = remaining_i, local_reset, reset
-            self._ref = (remaining_i, ticket, self._clock()) if ticket is not None else None
+            self._ref = None
+            if ticket is not None:
+                earlier = sum(1 for t in self._unanswered if t < ticket)
+                self._ref = (remaining_i, ticket, self._clock(), earlier)
         elif reset >= self.reset_reported - self.same_window:
             # Same window, answers may arrive out of order: the lowest count is the latest.
             self.remaining = remaining_i if self.remaining is None else min(self.remaining, remaining_i)
@@ -236,12 +244,14 @@ class Pacer:
     def _measure_foreign(self, remaining: int) -> None:
         if self._ref is None:
             return
-        ref_remaining, ref_ticket, ref_time = self._ref
+        ref_remaining, ref_ticket, ref_time, earlier = self._ref
         elapsed = self._clock() - ref_time
         if elapsed < self.min_sample:
             return
-        # Every request we sent after the reference one may be in the drop; what is beyond them is not ours.
-        foreign = (ref_remaining - remaining) - (self.sent - ref_ticket)
+        # Every request we sent after the reference one may be in the drop, and so may those sent before it that
+        # were still unanswered (threads reach the service in another order than they took their tickets); what is
+        # beyond them is not ours.
+        foreign = (ref_remaining - remaining) - (self.sent - ref_ticket) - earlier
         self.foreign_rate = max(0, foreign) / elapsed
 
     def _observe_skew(self, server_now: float | None) -> None:
