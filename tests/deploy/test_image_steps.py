@@ -15,6 +15,7 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -85,6 +86,12 @@ def image_venv(tmp_path_factory) -> Path:
     return venv
 
 
+def _accepts(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
 def test_the_dockerfile_passes_hadolint():
     done = subprocess.run([str(BIN / "hadolint"), str(DOCKERFILE)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -133,7 +140,14 @@ def test_the_installed_wheel_does_each_job_of_the_image(image_venv, sim, pg_data
                                "-m", "pipelines.definitions"], env=env, cwd=work, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
+        # The port first (a socket is cheap), then the health check as the chart's probe runs it: each check is
+        # a process importing Dagster without bytecode, as the image has it, and polling with it every second
+        # was most of this test's CPU.
         deadline = time.monotonic() + 120
+        while not _accepts(port):
+            assert server.poll() is None, "the code server exited"
+            assert time.monotonic() < deadline, "the code server never listened"
+            time.sleep(0.2)
         while True:
             check = subprocess.run([str(bin_dir / "dagster"), "api", "grpc-health-check", "-p", str(port)],
                                    env=env, capture_output=True, text=True)
