@@ -3,6 +3,7 @@
 import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
+from typing import NamedTuple
 
 import dagster as dg
 import duckdb
@@ -41,14 +42,19 @@ def scan_finished_sensor(
 ):
     """Polls the scans the history still holds as queued or running (one request each, at most 20 a minute per
     workspace, each with its own key) and asks for a refresh of the projects whose scans have finished. A
-    scan that answers 404 asks for one too: the refresh settles it as gone, and nothing polls it again. Every
-    workspace is polled at once within its own 20 s budget: a slow, failing or refused workspace is one skip
-    line of its own and never delays another's run request, nor the tick past Dagster's limit."""
+    scan that answers 404 asks for one too: the refresh settles it as gone, and nothing polls it again. So do
+    the projects whose scans a run has read since they moved but whose issues it has not (the hourly scans run
+    settled a scan that finished between two ticks): their new issues come within a minute, not at the next
+    refresh. Every workspace is polled at once within its own 20 s budget: a slow, failing or refused
+    workspace is one skip line of its own and never delays another's run request, nor the tick past Dagster's
+    limit."""
     names = WORKSPACES.get_partition_keys()
+    busy = _workspaces_with_a_run(context.instance)
     deadline = time.time() + WORKSPACE_BUDGET_SECONDS
     pool = ThreadPoolExecutor(max_workers=min(len(names), MAX_WORKSPACES_AT_ONCE), thread_name_prefix="scan-poll")
     try:
-        futures = {name: pool.submit(_finished_in, context, scanning_service, history, name, deadline)
+        futures = {name: pool.submit(_finished_in, context, scanning_service, history, name, deadline,
+                                     name in busy)
                    for name in names}
         wait(futures.values(), timeout=WORKSPACE_BUDGET_SECONDS + 5)  # a last answer may still be arriving
     finally:
@@ -65,28 +71,54 @@ def scan_finished_sensor(
         if isinstance(found, str):
             waiting.append(f"{workspace}: {found}")
             continue
-        projects = sorted({pid for _, pid in found})
-        run_key = hashlib.sha256(",".join(sorted(sid for sid, _ in found)).encode()).hexdigest()[:16]
+        projects = sorted({pid for _, pid in found.scans} | {pid for pid, _ in found.behind})
+        # One run per finished scan set and per move: Dagster never launches a run key twice.
+        keys = sorted(sid for sid, _ in found.scans) + sorted(f"{pid}@{fp}" for pid, fp in found.behind)
+        run_key = hashlib.sha256(",".join(keys).encode()).hexdigest()[:16]
         requests.append(dg.RunRequest(
             run_key=f"{workspace}-{run_key}", partition_key=workspace,
             run_config={"ops": {"issues": {"config": {"project_ids": projects}}}},
-            tags={"scanwatch/trigger": "scan_finished"},
+            tags={"scanwatch/trigger": "scan_finished" if found.scans else "issues_behind_scans"},
         ))
     for line in waiting if requests else []:  # with runs requested, the skip reason is not shown: log it
         context.log.info(line)
     return requests or dg.SkipReason("; ".join(waiting))
 
 
-def _pending(history: HistoryResource, label: str | None, wait_until: float) -> list[tuple[str, str]] | str:
-    """The workspace's queued scans as the history holds them, read-only and brief; a DuckDB file a run's
-    step holds is waited for until `wait_until`."""
+class Found(NamedTuple):
+    """What asks for a workspace's refresh: (scan, project) of its finished scans, and (project, fingerprint)
+    of the projects whose issues are behind their scans."""
+
+    scans: list[tuple[str, str]]
+    behind: list[tuple[str, str]]
+
+
+# A run of a workspace that is queued or under way reads the projects it moves itself: the projects it has
+# moved but not yet read the issues of are not asked for again while it runs.
+IN_PROGRESS = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+               dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+
+
+def _workspaces_with_a_run(instance: dg.DagsterInstance) -> set[str]:
+    records = instance.get_run_records(dg.RunsFilter(statuses=IN_PROGRESS))
+    return {r.dagster_run.tags.get("dagster/partition") for r in records} - {None}
+
+
+def _pending(history: HistoryResource, label: str | None, wait_until: float,
+             busy: bool) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | str:
+    """The workspace's queued scans as the history holds them, and (unless a run of it is `busy`) its projects
+    whose issues are behind their scans; read-only and brief. A DuckDB file a run's step holds is waited for
+    until `wait_until`."""
     try:
         with reader(history.location, wait_seconds=max(0.0, wait_until - time.time())) as conn:
             workspace_id = current_workspace(conn, label)
             if workspace_id is None:  # never read yet; a None here would match every workspace's scans
                 return "no history of this workspace yet"
-            return conn.execute(read_sql("sync/pending_scans.sql"),
-                                {"workspace_id": workspace_id, "limit": MAX_POLLS_PER_TICK}).fetchall()
+            scans = conn.execute(read_sql("sync/pending_scans.sql"),
+                                 {"workspace_id": workspace_id, "limit": MAX_POLLS_PER_TICK}).fetchall()
+            behind = [] if busy else conn.execute(read_sql("sync/issues_behind_scans.sql"),
+                                                  {"workspace_id": workspace_id}).fetchall()
+            return [tuple(r) for r in scans], [tuple(r) for r in behind]
     except HistoryLockedError:
         return "history not readable now (a run is writing it); trying again next tick"
     except (duckdb.Error, HistoryUnavailableError) as exc:
@@ -94,14 +126,16 @@ def _pending(history: HistoryResource, label: str | None, wait_until: float) -> 
 
 
 def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceResource, history: HistoryResource,
-                 workspace: str, deadline: float) -> list[tuple[str, str]] | str:
-    """This workspace's queued scans that have finished (or vanished), or why there is nothing to ask for;
-    no request starts past `deadline`, and none waits past it."""
-    pending = _pending(history, service.workspace(workspace).label, min(deadline, time.time() + LOCK_WAIT_SECONDS))
-    if isinstance(pending, str):
-        return pending
+                 workspace: str, deadline: float, busy: bool) -> Found | str:
+    """This workspace's queued scans that have finished (or vanished) and its projects whose issues are behind
+    their scans, or why there is nothing to ask for; no request starts past `deadline`, and none waits past it."""
+    looked = _pending(history, service.workspace(workspace).label, min(deadline, time.time() + LOCK_WAIT_SECONDS),
+                      busy)
+    if isinstance(looked, str):
+        return looked
+    pending, behind = looked
     if not pending:
-        return "no queued scans in the history"
+        return Found([], behind) if behind else "no queued scans in the history"
     finished: list[tuple[str, str]] = []
     polled = 0
     try:
@@ -124,8 +158,8 @@ def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceRe
                     finished.append((sid, pid))
     except ApiError as exc:  # the credential, plan or rate limit of this workspace: the others are polled anyway
         return f"scans not polled: {exc}"
-    if finished:
-        return finished
+    if finished or behind:
+        return Found(finished, behind)
     if polled < len(pending):
         return (f"{len(pending) - polled} of {len(pending)} queued scan(s) not polled within the "
                 f"{WORKSPACE_BUDGET_SECONDS:g} s budget; polled again next tick")

@@ -73,7 +73,7 @@ import dagster as dg
 from pipelines.resources import default_resources
 from pipelines.sensors import scan_finished_sensor
 started = time.monotonic()
-with dg.build_sensor_context(resources=default_resources()) as ctx:
+with dg.build_sensor_context(resources=default_resources(), instance=dg.DagsterInstance.ephemeral()) as ctx:
     result = scan_finished_sensor(ctx)
 print(json.dumps({"seconds": time.monotonic() - started,
                   "runs": [] if isinstance(result, dg.SkipReason) else [r.partition_key for r in result]}))

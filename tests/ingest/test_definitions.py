@@ -62,14 +62,60 @@ def test_sensor_asks_for_the_project_whose_scan_finished(sim, env):
     assert run_sync().success  # the history now holds the scan as queued
     resources = {"scanning_service": ScanningServiceResource(base_url=sim.base_url, api_key=sim.api_key),
                  "history": HistoryResource(database=str(env))}
-    with dg.build_sensor_context(resources=resources) as ctx:
+    with dg.build_sensor_context(resources=resources, instance=dg.DagsterInstance.ephemeral()) as ctx:
         skipped = scan_finished_sensor(ctx)
     assert isinstance(skipped, dg.SkipReason) and "still running" in skipped.skip_message
     sim.advance(3600)
-    with dg.build_sensor_context(resources=resources) as ctx:
+    with dg.build_sensor_context(resources=resources, instance=dg.DagsterInstance.ephemeral()) as ctx:
         (request,) = scan_finished_sensor(ctx)
     assert isinstance(request, dg.RunRequest) and request.partition_key == "default"
     assert request.run_config["ops"]["issues"]["config"]["project_ids"] == [target["project_id"]]
+
+
+def test_a_scan_the_hourly_scans_run_settles_between_two_ticks_still_gets_its_issues_read_at_once(sim, env):
+    """The scans run reads the finished scan before the sensor polls it: nothing is left queued, so the sensor
+    asks for the refresh because the project's issues are behind its scans. Not while a run of the workspace
+    is under way (it may read them itself), and once only: the refresh brings the issues level."""
+    from dagster._core.utils import make_new_run_id
+
+    from pipelines.assets import ALL_ASSETS
+    from pipelines.jobs import project_refresh_job, scans_job
+    from pipelines.resources import HistoryResource, ScanningServiceResource, default_resources
+    from pipelines.sensors import scan_finished_sensor
+
+    oracle = Oracle(sim.base_url, sim.api_key)
+    target = oracle.walk("/projects")[1]["targets"][0]
+    oracle.http.post(f"/targets/{target['id']}/scans", json={}, headers={"Idempotency-Key": "s-2"}).raise_for_status()
+    assert run_sync().success
+    sim.advance(3600)  # the scan finishes between two ticks
+    instance = dg.DagsterInstance.ephemeral()
+
+    def run(job: dg.UnresolvedAssetJobDefinition, **kw) -> None:  # with this test's resources, as the job selects
+        result = dg.materialize(ALL_ASSETS, selection=job.selection, resources=default_resources(),
+                                instance=instance, partition_key="default", **kw)
+        assert result.success
+
+    run(scans_job)
+    resources = {"scanning_service": ScanningServiceResource(base_url=sim.base_url, api_key=sim.api_key),
+                 "history": HistoryResource(database=str(env))}
+
+    def tick(on: dg.DagsterInstance = instance):
+        with dg.build_sensor_context(resources=resources, instance=on) as ctx:
+            return scan_finished_sensor(ctx)
+
+    (request,) = tick()
+    assert request.partition_key == "default" and request.tags["scanwatch/trigger"] == "issues_behind_scans"
+    assert request.run_config["ops"]["issues"]["config"]["project_ids"] == [target["project_id"]]
+    (again,) = tick()
+    assert again.run_key == request.run_key  # the same move asks for the same run, which Dagster runs once
+
+    busy = dg.DagsterInstance.ephemeral()
+    busy.add_run(dg.DagsterRun(job_name="refresh_job", run_id=make_new_run_id(),
+                               tags={"dagster/partition": "default"}, status=dg.DagsterRunStatus.STARTED))
+    assert isinstance(tick(busy), dg.SkipReason)
+
+    run(project_refresh_job, run_config=request.run_config)
+    assert isinstance(tick(), dg.SkipReason)
 
 
 def test_the_history_checks_run_in_one_step_and_only_for_the_selected_assets(env):

@@ -26,7 +26,7 @@ def _sensor(sim, db, base_url: str | None = None):
 
     resources = {"scanning_service": ScanningServiceResource(base_url=base_url or sim.base_url, api_key=sim.api_key),
                  "history": HistoryResource(database=str(db))}
-    with dg.build_sensor_context(resources=resources) as ctx:
+    with dg.build_sensor_context(resources=resources, instance=dg.DagsterInstance.ephemeral()) as ctx:
         return scan_finished_sensor(ctx)
 
 
@@ -115,7 +115,7 @@ def test_the_sensor_says_why_in_one_line_when_the_service_refuses_and_never_rais
     resources = {"scanning_service": ScanningServiceResource(base_url=sim.base_url, api_key="rst_revoked_or_wrong"),
                  "history": HistoryResource(database=str(env))}
     for _ in range(2):
-        with dg.build_sensor_context(resources=resources) as ctx:
+        with dg.build_sensor_context(resources=resources, instance=dg.DagsterInstance.ephemeral()) as ctx:
             skipped = scan_finished_sensor(ctx)
         assert isinstance(skipped, dg.SkipReason) and "401" in skipped.skip_message
         assert "rst_revoked_or_wrong" not in skipped.skip_message

@@ -27,10 +27,10 @@ def test_the_sensor_asks_for_the_refresh_of_a_finished_scan_from_a_postgresql_hi
         assert result.success, failure(result)
         resources = {"scanning_service": ScanningServiceResource(base_url=sim.base_url, api_key=sim.api_key),
                      "history": HistoryResource(database=dg.EnvVar("SCANWATCH_DB"))}
-        with dg.build_sensor_context(resources=resources) as ctx:
+        with dg.build_sensor_context(resources=resources, instance=dg.DagsterInstance.ephemeral()) as ctx:
             waiting = scan_finished_sensor(ctx)
         assert isinstance(waiting, dg.SkipReason) and "still running" in str(waiting.skip_message)
         sim.advance(3600)
-        with dg.build_sensor_context(resources=resources) as ctx:
+        with dg.build_sensor_context(resources=resources, instance=dg.DagsterInstance.ephemeral()) as ctx:
             (request,) = scan_finished_sensor(ctx)
     assert request.run_config["ops"]["issues"]["config"]["project_ids"] == [sim.world.targets[site].project_id]

@@ -185,7 +185,7 @@ schedule = next(s for s in defs.schedules if s.name == "refresh_schedule")
 when = datetime.datetime(2026, 11, 1, 12, 15, tzinfo=datetime.UTC)
 with dg.build_schedule_context(scheduled_execution_time=when) as ctx:
     ticks = schedule(ctx)
-with dg.build_sensor_context(resources=default_resources()) as ctx:
+with dg.build_sensor_context(resources=default_resources(), instance=dg.DagsterInstance.ephemeral()) as ctx:
     polled = scan_finished_sensor(ctx)
 print(json.dumps({
     "partitions": WORKSPACES.get_partition_keys(),
