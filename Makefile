@@ -59,7 +59,7 @@ bench-scale: install
 	$(BIN)/python -m benchmarks.scale
 
 soak: install test-tools
-	SCANWATCH_SOAK=1 SCANWATCH_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q -m slow
+	SCANWATCH_SOAK=1 SCANWATCH_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q -m slow -n 4 --dist loadfile
 
 clean:
 	rm -rf $(VENV) data .dagster_home .pytest_cache .ruff_cache
