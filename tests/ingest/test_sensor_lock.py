@@ -39,13 +39,13 @@ def test_a_file_held_by_a_writer_is_waited_for_within_the_budget_and_not_past_it
     proc = _held(path)
     try:
         started = time.monotonic()
-        assert _pending(history, None, time.time() + 10) == []  # read once the writer let go: no queued scan
+        assert _pending(history, None, time.time() + 10, busy=False) == ([], [])  # read once the writer let go
         assert time.monotonic() - started > 0.5
     finally:
         proc.wait(10)
 
     proc = _held(path)
     try:  # no time left in the budget: one line, and the next tick tries again
-        assert "not readable now (a run is writing it)" in _pending(history, None, time.time())
+        assert "not readable now (a run is writing it)" in _pending(history, None, time.time(), busy=False)
     finally:
         proc.wait(10)
