@@ -77,7 +77,8 @@ def scan_finished_sensor(
         run_key = hashlib.sha256(",".join(keys).encode()).hexdigest()[:16]
         requests.append(dg.RunRequest(
             run_key=f"{workspace}-{run_key}", partition_key=workspace,
-            run_config={"ops": {"issues": {"config": {"project_ids": projects}}}},
+            run_config={"ops": {"scans": {"config": {"project_ids": projects}},
+                                "issues": {"config": {"project_ids": projects}}}},
             tags={"scanwatch/trigger": "scan_finished" if found.scans else "issues_behind_scans"},
         ))
     for line in waiting if requests else []:  # with runs requested, the skip reason is not shown: log it

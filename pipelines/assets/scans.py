@@ -17,6 +17,10 @@ from pipelines.storage.merge import record_scans_state
 
 class ScansConfig(dg.Config):
     all_projects: bool = False  # read every project's scan list, not only the ones that moved
+    # Only these projects (the scan-finished sensor's runs name theirs): a run that reads other moved projects'
+    # scans but not their issues would leave those issues behind their scans, and the sensor would ask for
+    # another run for them, minute after minute on a busy workspace. The hourly scans run reads the rest.
+    project_ids: list[str] = []
     # A project that did not move still has its newest scan page read when its list is older than this share
     # of the scans schedule's interval (a little under one, so every tick reads it despite start-time jitter).
     peek_share_of_interval: float = 0.9
@@ -39,6 +43,7 @@ def scans(
         with step.db() as conn:
             listed = conn.execute(read_sql("sync/scan_projects.sql"), {
                 "workspace_id": step.workspace_id, "all": config.all_projects, "peek_before": peek_before,
+                "only": config.project_ids,
             }).fetchall()
             unfinished = conn.execute(read_sql("sync/pending_scans.sql"), {
                 "workspace_id": step.workspace_id, "limit": 1_000_000}).fetchall()

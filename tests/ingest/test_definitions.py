@@ -75,7 +75,9 @@ def test_sensor_asks_for_the_project_whose_scan_finished(sim, env):
 def test_a_scan_the_hourly_scans_run_settles_between_two_ticks_still_gets_its_issues_read_at_once(sim, env):
     """The scans run reads the finished scan before the sensor polls it: nothing is left queued, so the sensor
     asks for the refresh because the project's issues are behind its scans. Not while a run of the workspace
-    is under way (it may read them itself), and once only: the refresh brings the issues level."""
+    is under way (it may read them itself), and once only: the refresh brings the issues level, and leaves no
+    other project behind. Mutations that fail it: the rule left out of the sensor; the busy guard left out;
+    the refresh reading every moved project's scans (a run asked for after it)."""
     from dagster._core.utils import make_new_run_id
 
     from pipelines.assets import ALL_ASSETS
@@ -114,6 +116,11 @@ def test_a_scan_the_hourly_scans_run_settles_between_two_ticks_still_gets_its_is
                                tags={"dagster/partition": "default"}, status=dg.DagsterRunStatus.STARTED))
     assert isinstance(tick(busy), dg.SkipReason)
 
+    # Every project moves before the refresh runs: it reads the named project's scans and issues only, so it
+    # leaves no other project's issues behind its scans, and asks for no run after it (the hourly scans run
+    # reads the others' scans, the refresh their issues).
+    sim.advance(600)
+    sim.run_round()
     run(project_refresh_job, run_config=request.run_config)
     assert isinstance(tick(), dg.SkipReason)
 
