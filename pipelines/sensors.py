@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import dagster as dg
 import duckdb
+from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
 
 from pipelines.api import (
     ApiConnectionError,
@@ -94,14 +95,11 @@ class Found(NamedTuple):
     behind: list[tuple[str, str]]
 
 
-# A run of a workspace that is queued or under way reads the projects it moves itself: the projects it has
-# moved but not yet read the issues of are not asked for again while it runs.
-IN_PROGRESS = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
-               dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
-
-
 def _workspaces_with_a_run(instance: dg.DagsterInstance) -> set[str]:
-    records = instance.get_run_records(dg.RunsFilter(statuses=IN_PROGRESS))
+    """Workspaces with a run not finished (Dagster's own set: queued, starting, under way, suspended, canceling).
+    Such a run reads the projects it moves itself: the projects it has moved but not yet read the issues of are
+    not asked for again while it runs."""
+    records = instance.get_run_records(dg.RunsFilter(statuses=list(NOT_FINISHED_STATUSES)))
     return {r.dagster_run.tags.get("dagster/partition") for r in records} - {None}
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dagster as dg
+import pytest
 
-from tests.ingest.conftest import Oracle, run_sync
+from tests.ingest.conftest import Oracle, query, run_sync
 
 
 def _defs():
@@ -72,7 +73,7 @@ def test_sensor_asks_for_the_project_whose_scan_finished(sim, env):
     assert request.run_config["ops"]["issues"]["config"]["project_ids"] == [target["project_id"]]
 
 
-def test_a_scan_the_hourly_scans_run_settles_between_two_ticks_still_gets_its_issues_read_at_once(sim, env):
+def test_a_scan_the_hourly_scans_run_settles_between_two_ticks_still_gets_its_issues_read_at_once(sim, engine_env):
     """The scans run reads the finished scan before the sensor polls it: nothing is left queued, so the sensor
     asks for the refresh because the project's issues are behind its scans. Not while a run of the workspace
     is under way (it may read them itself), and once only: the refresh brings the issues level, and leaves no
@@ -99,7 +100,7 @@ def test_a_scan_the_hourly_scans_run_settles_between_two_ticks_still_gets_its_is
 
     run(scans_job)
     resources = {"scanning_service": ScanningServiceResource(base_url=sim.base_url, api_key=sim.api_key),
-                 "history": HistoryResource(database=str(env))}
+                 "history": HistoryResource(database=engine_env)}
 
     def tick(on: dg.DagsterInstance = instance):
         with dg.build_sensor_context(resources=resources, instance=on) as ctx:
@@ -146,3 +147,45 @@ def test_the_history_checks_run_in_one_step_and_only_for_the_selected_assets(env
     assert steps == {"account", "projects_and_targets", "scans", "issues", "metrics_snapshot", "history_checks"}
     evaluations, _ = run(["account", "projects", "targets", "scans"])
     assert evaluations == {"scan_ids_unique": True}
+
+
+@pytest.mark.parametrize("moves", [True, False], ids=["failed-scan-moves-last-scan", "failed-scan-moves-nothing"])
+def test_the_sensors_run_settles_a_failed_scan_under_either_reading(tmp_path, monkeypatch, moves):
+    """The sensor's run reads the scans of the projects it names only when they moved (or their look is due):
+    where a failed scan moves nothing GET /projects shows, the queued scan is still read again by id and
+    settled, and no further run is asked for."""
+    from pipelines.resources import HistoryResource, ScanningServiceResource
+    from pipelines.sensors import scan_finished_sensor
+    from simulator.testing import SimConfig, serve_simulator
+
+    config = SimConfig(seed=11, scale="small", clock="driven", control=True, rate_limit=100000,
+                       scan_failure_rate=1.0, readings={"failed_scan_moves_last_scan": moves})
+    db = str(tmp_path / "history.duckdb")
+    with serve_simulator(config) as sim:
+        for key, value in {"SCANWATCH_BASE_URL": sim.base_url, "SCANWATCH_API_KEY": sim.api_key,
+                           "SCANWATCH_DB": db}.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.delenv("DAGSTER_HOME", raising=False)
+        site = sim.target_ids(kind="domain", verified=True)[0]
+        scan = Oracle(sim.base_url, sim.api_key).http.post(
+            f"/targets/{site}/scans", json={}, headers={"Idempotency-Key": "f-1"}).raise_for_status().json()
+        assert run_sync().success
+        sim.advance(3600)
+        resources = {"scanning_service": ScanningServiceResource(base_url=sim.base_url, api_key=sim.api_key),
+                     "history": HistoryResource(database=db)}
+        instance = dg.DagsterInstance.ephemeral()
+
+        def tick():
+            with dg.build_sensor_context(resources=resources, instance=instance) as ctx:
+                return scan_finished_sensor(ctx)
+
+        (request,) = tick()
+        assert request.tags["scanwatch/trigger"] == "scan_finished"
+        from pipelines.assets import ALL_ASSETS
+        from pipelines.jobs import project_refresh_job
+        from pipelines.resources import default_resources
+
+        assert dg.materialize(ALL_ASSETS, selection=project_refresh_job.selection, resources=default_resources(),
+                              instance=instance, partition_key="default", run_config=request.run_config).success
+        assert query(db, f"SELECT status FROM scans WHERE id = '{scan['id']}'") == [("failed",)]
+        assert isinstance(tick(), dg.SkipReason)
