@@ -28,14 +28,16 @@ def cookbook() -> dict[str, str]:
     return {name: q.description for name, q in sqlfiles.cookbook().items()}
 
 
-def query(name_or_sql: str, *, db: str | Path | None = None, workspace: str | None = None) -> pd.DataFrame:
+def query(name_or_sql: str, *, db: str | Path | None = None, workspace: str | None = None,
+          as_writer: bool = False) -> pd.DataFrame:
     """Run a cookbook query by name, or one read-only SQL statement, and return its rows as a DataFrame.
 
     `db` defaults to `SCANWATCH_DB` (else `data/scanwatch.duckdb`), the history `scanwatch sync` writes: a
     DuckDB file or a `postgresql://` URL.
     Raises `ValueError` with the same one-line reason `scanwatch sql` prints (no history yet, a sync is
     writing, a refused statement, an unknown cookbook name). `workspace` limits every table to one followed
-    workspace, as `scanwatch sql --workspace` does.
+    workspace, as `scanwatch sql --workspace` does. On PostgreSQL a role that could write the history (or a
+    superuser) is refused unless `as_writer`, as `scanwatch sql --as-writer` does.
     """
     import pandas as pd
 
@@ -48,7 +50,7 @@ def query(name_or_sql: str, *, db: str | Path | None = None, workspace: str | No
         raise ValueError(f"no cookbook query named {name_or_sql.strip()!r}; history.cookbook() lists them") from None
     try:
         columns, rows = execute_read_only(str(db) if db is not None else settings.Settings.load().history.value,
-                                          sql, workspace=workspace)
+                                          sql, workspace=workspace, as_writer=as_writer)
     except ReadRefused as exc:
         raise ValueError(str(exc)) from None
     return pd.DataFrame.from_records(rows, columns=columns)

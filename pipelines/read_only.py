@@ -2,14 +2,18 @@
 
 Read-only holds by construction: DuckDB opens the file read-only with external access off and its
 configuration locked; the parsed statement must be a read (an EXPLAIN, which EXPLAIN ANALYZE runs, only of
-a read); a time limit interrupts it. Every refusal is one line the user can act on. DuckDB is imported only
-when a query runs.
+a read); a time limit interrupts it. On PostgreSQL the server holds it (`pipelines/storage/postgres_read.py`).
+Rows come a chunk at a time (`opened`), so a result of any size is never held whole. Every refusal is one
+line the user can act on. DuckDB is imported only when a query runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,10 @@ _READ_TYPES = {"SELECT", "EXPLAIN"}  # SHOW, DESCRIBE, SUMMARIZE, FROM and VALUE
 _QUERY_START = re.compile(r"^\s*(?:--[^\n]*\n\s*)*\(*\s*(SELECT|WITH|FROM|PIVOT|UNPIVOT)\b", re.IGNORECASE)
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?", re.IGNORECASE)
 DEFAULT_TIMEOUT = 60.0
+MAX_TIMEOUT = 86400.0  # a day: PostgreSQL's statement_timeout stops at 24.8 days, and no read needs more
+FETCH_ROWS = 1000
+# Read as a role that could write (or a superuser) on purpose: `scanwatch sql --as-writer` sets it too.
+AS_WRITER_VARIABLE = "SCANWATCH_SQL_AS_WRITER"
 
 
 class ReadRefused(Exception):
@@ -33,19 +41,40 @@ class ReadRefused(Exception):
         self.code = code
 
 
+def checked_timeout(timeout: float | None) -> float | None:
+    """`--timeout` as a number of seconds the servers take, or one line saying which are."""
+    if timeout is None:
+        return None
+    if math.isnan(timeout) or not 0 < timeout <= MAX_TIMEOUT:
+        raise ReadRefused(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g} (a day); "
+                          f"got {timeout:g}")
+    return timeout
+
+
 def execute_read_only(db: Path | str, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT,
-                      workspace: str | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run one read statement; four locks hold: read-only file, statement type, no file access, time limit.
-    With `workspace`, every table shows that workspace's rows only. `db` may be a PostgreSQL URL: the door
-    of `pipelines/storage/postgres_read.py` keeps the same promise there."""
-    if timeout is not None and not timeout > 0:
-        raise ReadRefused(f"--timeout must be a number of seconds above 0 (got {timeout:g})")
+                      workspace: str | None = None, as_writer: bool = False
+                      ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Every row of one read statement (`opened`, collected)."""
+    with opened(db, sql, timeout=timeout, workspace=workspace, as_writer=as_writer) as (columns, rows):
+        return columns, list(rows)
+
+
+@contextlib.contextmanager
+def opened(db: Path | str, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT, workspace: str | None = None,
+           as_writer: bool = False) -> Iterator[tuple[list[str], Iterator[tuple[Any, ...]]]]:
+    """One read statement's columns and its rows, fetched a chunk at a time while the block lasts; four locks
+    hold: read-only file, statement type, no file access, time limit. With `workspace`, every table shows
+    that workspace's rows only. `db` may be a PostgreSQL URL: the door of `pipelines/storage/postgres_read.py`
+    keeps the same promise there, with the server, and refuses a role that could write unless `as_writer`."""
+    timeout = checked_timeout(timeout)
     if isinstance(db, str) and not isinstance(db, Path):
         from pipelines.history_location import HistoryLocation
 
         location = HistoryLocation.parse(db)
         if location.is_postgres:
-            return _on_postgres(location, sql, timeout, workspace)
+            with _on_postgres(location, sql, timeout, workspace, as_writer) as result:
+                yield result
+            return
         db = location.path
     import duckdb
 
@@ -65,31 +94,49 @@ def execute_read_only(db: Path | str, sql: str, *, timeout: float | None = DEFAU
         raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
     timer = threading.Timer(timeout, con.interrupt) if timeout is not None else None
     try:
-        con.execute("SET TimeZone = 'UTC'")
-        _check_schema(con, db)
-        if workspace is not None:
-            from pipelines.workspace_scope import UnknownWorkspaceError, scope_to_workspace
+        with _duckdb_errors(timeout):
+            con.execute("SET TimeZone = 'UTC'")
+            _check_schema(con, db)
+            if workspace is not None:
+                from pipelines.workspace_scope import UnknownWorkspaceError, scope_to_workspace
 
-            try:
-                scope_to_workspace(con, workspace)
-            except UnknownWorkspaceError as exc:
-                raise ReadRefused(str(exc)) from None
-        con.execute("SET lock_configuration = true")
-        statement = _single_read_statement(con, sql)
-        if timer is not None:
-            timer.start()
-        cursor = con.execute(statement)
-        columns = [d[0] for d in cursor.description or []]
-        return columns, cursor.fetchall()
-    except duckdb.InterruptException:
-        raise ReadRefused(f"the query ran longer than {timeout:g} s and was stopped; narrow it, or give "
-                              "--timeout more seconds") from None
-    except duckdb.Error as exc:
-        raise ReadRefused(f"query failed: {_first_line(exc)}") from None
+                try:
+                    scope_to_workspace(con, workspace)
+                except UnknownWorkspaceError as exc:
+                    raise ReadRefused(str(exc)) from None
+            con.execute("SET lock_configuration = true")
+            statement = _single_read_statement(con, sql)
+            if timer is not None:
+                timer.start()
+            cursor = con.execute(statement)
+            columns = [d[0] for d in cursor.description or []]
+        yield columns, _duckdb_rows(cursor, timeout)
     finally:
         if timer is not None:
             timer.cancel()
         con.close()
+
+
+@contextlib.contextmanager
+def _duckdb_errors(timeout: float | None) -> Iterator[None]:
+    import duckdb
+
+    try:
+        yield
+    except duckdb.InterruptException:
+        raise ReadRefused(f"the query ran longer than {timeout:g} s and was stopped; narrow it, or give "
+                          "--timeout more seconds") from None
+    except duckdb.Error as exc:
+        raise ReadRefused(f"query failed: {_first_line(exc)}") from None
+
+
+def _duckdb_rows(cursor: Any, timeout: float | None) -> Iterator[tuple[Any, ...]]:
+    while True:
+        with _duckdb_errors(timeout):
+            chunk = cursor.fetchmany(FETCH_ROWS)
+        if not chunk:
+            return
+        yield from chunk
 
 
 def _check_schema(con: Any, db: Path) -> None:
@@ -103,14 +150,24 @@ def _check_schema(con: Any, db: Path) -> None:
                           "scanwatch sync once to bring it up to date (every row is kept), then query it")
 
 
-def _on_postgres(location: Any, sql: str, timeout: float | None, workspace: str | None
-                 ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    from pipelines.storage.postgres_read import Refused, execute
+@contextlib.contextmanager
+def _on_postgres(location: Any, sql: str, timeout: float | None, workspace: str | None, as_writer: bool
+                 ) -> Iterator[tuple[list[str], Iterator[tuple[Any, ...]]]]:
+    from pipelines.storage.postgres_read import Refused, opened
 
     try:
-        return execute(location, sql, timeout=timeout, workspace=workspace)
+        with opened(location, sql, timeout=timeout, workspace=workspace, as_writer=as_writer) as (columns, rows):
+            yield columns, _refusing(rows, Refused)
     except Refused as exc:
         raise ReadRefused(str(exc), EXIT_BUSY if exc.busy else EXIT_ERROR) from None
+
+
+def _refusing(rows: Iterator[tuple[Any, ...]], refused: type[Exception]) -> Iterator[tuple[Any, ...]]:
+    """The rows, a refusal met while fetching them (a time limit, a lost server) as ReadRefused."""
+    try:
+        yield from rows
+    except refused as exc:
+        raise ReadRefused(str(exc), EXIT_BUSY if getattr(exc, "busy", False) else EXIT_ERROR) from None
 
 
 def _single_read_statement(con: Any, sql: str) -> str:

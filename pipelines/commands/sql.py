@@ -14,11 +14,14 @@ import decimal
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from pipelines.read_only import DEFAULT_TIMEOUT, ReadRefused, execute_read_only
+from pipelines.read_only import AS_WRITER_VARIABLE, DEFAULT_TIMEOUT, MAX_TIMEOUT, ReadRefused, opened
 from pipelines.text import printable
+
+DEFAULT_MAX_ROWS = 100_000
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,11 +33,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     parser.add_argument("--workspace", metavar="NAME", default=None,
                         help="show this workspace's rows (its name in SCANWATCH_WORKSPACES_FILE, or default): a "
-                             "filter, not a boundary; whoever can read the history file reads every workspace")
+                             "filter, not a boundary; the role is the boundary (on PostgreSQL, a workspace role "
+                             "made by scanwatch roles --workspace sees no other workspace's rows)")
     parser.add_argument("--db", help="the history: a DuckDB file or a postgresql:// URL (default: SCANWATCH_DB or "
                                      "data/scanwatch.duckdb; a URL's password is better left in PGPASSWORD or .pgpass)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
-                        help=f"seconds a query may run before it is stopped (default {DEFAULT_TIMEOUT:g})")
+                        help=f"seconds a query may run before it is stopped (default {DEFAULT_TIMEOUT:g}, at most "
+                             f"{MAX_TIMEOUT:g})")
+    parser.add_argument("--max-rows", type=_positive, default=DEFAULT_MAX_ROWS, metavar="N",
+                        help="print at most N rows, then a line saying the result was cut (default "
+                             f"{DEFAULT_MAX_ROWS})")
+    parser.add_argument("--max-bytes", type=_positive, default=DEFAULT_MAX_BYTES, metavar="N",
+                        help="print at most about N bytes of rows, then a line saying the result was cut (default "
+                             f"{DEFAULT_MAX_BYTES})")
+    parser.add_argument("--as-writer", action="store_true",
+                        help="on PostgreSQL, read even as a role that could write or a superuser (refused "
+                             f"otherwise; {AS_WRITER_VARIABLE}=1 does the same): still one statement, read only")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number above 0, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a whole number above 0, not {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,18 +68,24 @@ def run(args: argparse.Namespace) -> int:
     if args.query is None:
         _print_cookbook(queries)
         return 0
+    as_writer = args.as_writer or os.environ.get(AS_WRITER_VARIABLE, "") not in ("", "0")
     try:
         sql = _resolve_sql(args.query, queries)
-        columns, rows = execute_read_only(_db_path(args.db), sql, timeout=args.timeout, workspace=args.workspace)
+        with opened(_db_path(args.db), sql, timeout=args.timeout, workspace=args.workspace,
+                    as_writer=as_writer) as (columns, rows):
+            try:
+                cut = write_result(columns, rows, args.format, sys.stdout, max_rows=args.max_rows,
+                                   max_bytes=args.max_bytes)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                # `scanwatch sql ... | head` is normal use: the reader has what it wanted.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return 0
     except ReadRefused as exc:
         print(f"scanwatch sql: {printable(exc)}", file=sys.stderr)
         return exc.code
-    try:
-        write_result(columns, rows, args.format, sys.stdout)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # `scanwatch sql ... | head` is normal use: the reader has what it wanted.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if cut:
+        print(f"scanwatch sql: the result was cut at {cut}; narrow the query, or raise the limit", file=sys.stderr)
     return 0
 
 
@@ -85,17 +115,57 @@ def _print_cookbook(queries: dict[str, Any]) -> None:
         print(f"  {name.ljust(width)}  {query.description}")
 
 
-def write_result(columns: list[str], rows: Sequence[tuple[Any, ...]], fmt: str, out: Any) -> None:
+def write_result(columns: list[str], rows: Iterable[tuple[Any, ...]], fmt: str, out: Any, *,
+                 max_rows: int | None = None, max_bytes: int | None = None) -> str | None:
+    """The rows in `fmt`, written as they come (a table, which aligns its columns, holds at most `max_rows`);
+    returns which limit cut them (`--max-rows 100`), or None when every row was written."""
+    bounded = _Bounded(rows, max_rows, max_bytes)
     if fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow([printable(c) for c in columns])
-        writer.writerows([["" if v is None else _text(v) for v in row] for row in rows])
+        for row in bounded:
+            cells = ["" if v is None else _text(v) for v in row]
+            bounded.spent(sum(len(c) + 1 for c in cells))
+            writer.writerow(cells)
     elif fmt == "json":
         # JSON escapes control characters itself (ensure_ascii), lone surrogates included.
-        json.dump([dict(zip(columns, map(_jsonable, row), strict=True)) for row in rows], out, indent=2)
-        out.write("\n")
+        first = True
+        for row in bounded:
+            text = json.dumps(dict(zip(columns, map(_jsonable, row), strict=True)), indent=2)
+            bounded.spent(len(text))
+            out.write(("[\n" if first else ",\n") + "\n".join("  " + line for line in text.splitlines()))
+            first = False
+        out.write("[]\n" if first else "\n]\n")
     else:
-        out.write(format_table(columns, rows))
+        held = []
+        for row in bounded:
+            bounded.spent(sum(len(_text(v)) for v in row if v is not None))
+            held.append(row)
+        out.write(format_table(columns, held))
+    return bounded.cut
+
+
+class _Bounded:
+    """The rows until `max_rows` of them or about `max_bytes` of their text; `cut` names the limit reached."""
+
+    def __init__(self, rows: Iterable[tuple[Any, ...]], max_rows: int | None, max_bytes: int | None) -> None:
+        self.rows, self.max_rows, self.max_bytes = rows, max_rows, max_bytes
+        self.count = self.bytes = 0
+        self.cut: str | None = None
+
+    def spent(self, size: int) -> None:
+        self.bytes += size
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        for row in self.rows:
+            if self.max_rows is not None and self.count >= self.max_rows:
+                self.cut = f"{self.count} rows (--max-rows {self.max_rows})"
+                return
+            if self.max_bytes is not None and self.bytes >= self.max_bytes:
+                self.cut = f"{self.count} rows, {self.bytes} bytes (--max-bytes {self.max_bytes})"
+                return
+            self.count += 1
+            yield row
 
 
 def format_table(columns: list[str], rows: Sequence[tuple[Any, ...]]) -> str:

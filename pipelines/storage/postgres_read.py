@@ -1,30 +1,36 @@
-"""The read-only door on a PostgreSQL history (`scanwatch sql`, `pipelines.history`): the same promise as on
-DuckDB, kept with PostgreSQL's own means.
+"""The read-only door on a PostgreSQL history (`scanwatch sql`, `pipelines.history`): the server keeps the
+promise, not scanwatch's reading of the text.
 
-- One statement, and a read: it must begin with SELECT, WITH, VALUES, TABLE, SHOW or EXPLAIN (of a read).
-  COPY (to or from a PROGRAM), SET ROLE, SET SESSION AUTHORIZATION, DO and every write begin otherwise.
-- No file or server-side access and no dynamic SQL: the functions that read server files, large objects,
-  other databases (dblink), settings, signals, advisory locks or run a query given as text are refused by
-  name, wherever they appear (quoted, schema-qualified).
-- The server checks it again: the query runs in a READ ONLY transaction that is rolled back, with a
-  statement timeout, a lock timeout (a reader never queues behind a migration) and an idle timeout. MVCC
-  means it never waits for a sync's merge, and a sync never waits for it.
-- `--workspace`: the transaction first creates the temporary views of one workspace's rows
-  (`workspace_scope.py`), then turns READ ONLY before the user's statement runs (PostgreSQL lets a transaction
-  become read-only at any point, never the reverse); the rollback drops the views with it.
-- The role does the rest: give readers a role that can only SELECT (docs/operations.md), so even a function
-  this list does not know can do no more than read.
+- One statement: the user's text goes to the server through the extended query protocol (psycopg's
+  `stream`), whose parser refuses a second statement ("cannot insert multiple commands into a prepared
+  statement") however the text is quoted, so nothing can follow the statement into the transaction.
+- A read: the statement runs inside a READ ONLY transaction, with `statement_timeout` and `lock_timeout` (a
+  reader never queues behind a migration), and the connection is closed after it: a lone `COMMIT` ends a
+  transaction that wrote nothing, and nothing runs after it.
+- The role is the boundary: before the statement runs, the door asks the server what its role could do
+  beyond reading (`sql/read/door_role.sql`: a superuser, the server-files roles, the owner of a history
+  table or a role that may write one) and refuses in one line unless told to read as a writer
+  (`as_writer`). What a reader role may execute is the recipe's business (`scanwatch roles`).
+- `--workspace`: the transaction is opened READ WRITE (a role with `default_transaction_read_only` can still
+  make temporary views), creates the temporary views of one workspace's rows (`workspace_scope.py`), then
+  turns READ ONLY before the user's statement; the closed connection drops the views. It is a filter; the
+  workspace role of `scanwatch roles --workspace` is the boundary.
+- The lexer of `sqltext` only words refusals the server would make anyway (one statement, a read, no `$name`
+  parameter): the user gets a line about their query rather than the server's error, and a text the lexer
+  misreads still meets the protocol, the transaction and the role.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 from psycopg import errors
 
 from pipelines.history_location import HistoryLocation
+from pipelines.sqlfiles import read_sql
 from pipelines.storage.engines.base import HistoryUnavailableError
 from pipelines.storage.engines.postgres_engine import POSTGRES
 from pipelines.storage.engines.sqltext import UnterminatedError, split, words
@@ -32,21 +38,10 @@ from pipelines.storage.engines.sqltext import UnterminatedError, split, words
 READ_STARTS = {"select", "with", "values", "table", "show", "explain"}
 EXPLAIN_OPTIONS = {"analyze", "analyse", "verbose", "costs", "settings", "buffers", "wal", "timing", "summary",
                    "format", "text", "xml", "json", "yaml", "true", "false", "on", "off"}
-# Functions no reader needs: server files, large objects, other databases, settings and roles, signals,
-# advisory locks (a reader holding a workspace's lock would stop its syncs), administration, and the ones
-# that run a query given as text (which would carry any of the others past this list).
-REFUSED = {
-    "pg_read_file", "pg_read_binary_file", "pg_stat_file", "pg_ls_dir", "pg_file_write", "pg_file_rename",
-    "pg_file_unlink", "pg_logdir_ls", "lo_import", "lo_export", "lo_get", "lo_put", "lo_create", "lo_creat",
-    "lo_open", "lo_unlink", "lo_from_bytea", "loread", "lowrite", "set_config", "pg_reload_conf",
-    "pg_rotate_logfile", "pg_terminate_backend", "pg_cancel_backend", "pg_promote", "pg_switch_wal",
-    "pg_create_restore_point", "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema",
-    "cursor_to_xml", "cursor_to_xmlschema", "ts_stat", "ts_rewrite", "pg_import_system_collations",
-}
-REFUSED_PREFIXES = ("dblink", "pg_ls_", "pg_advisory", "pg_try_advisory", "pg_backup", "pg_start_backup",
-                    "pg_stop_backup", "pg_replication_", "pg_create_", "pg_drop_", "pg_copy_", "pg_logical_",
-                    "pg_wal_replay", "lo_")
 LOCK_TIMEOUT_MS = 2000
+FETCH_ROWS = 1000  # rows the server sends at a time: a result of any size is never held whole
+ROLE_FILE = "read/door_role.sql"
+AS_WRITER_HINT = "pass --as-writer (or set SCANWATCH_SQL_AS_WRITER=1) to read as it anyway"
 
 
 class Refused(Exception):
@@ -58,7 +53,7 @@ class Refused(Exception):
 
 
 def _check(sql: str) -> str:
-    """The one read statement of `sql`, or why it is refused."""
+    """The one read statement of `sql`, or a friendly line for a refusal the server would make anyway."""
     try:
         statements = split(sql)
     except UnterminatedError as exc:
@@ -78,14 +73,32 @@ def _check(sql: str) -> str:
         if not inner or inner[0] not in READ_STARTS - {"explain", "show"}:
             what = inner[0].upper() if inner else "a statement scanwatch cannot check"
             raise Refused(f"the history is read-only here: EXPLAIN of {what} is refused; EXPLAIN a SELECT instead")
-    for word in found:
-        if word in REFUSED or word.startswith(REFUSED_PREFIXES):
-            raise Refused(f"the history is read-only here: {word} is refused (no file, server-side or role access "
-                          "from scanwatch sql)")
     if statements[0].named_parameters:
         raise Refused(f"query failed: ${statements[0].named_parameters[0]} is a parameter, and scanwatch sql "
                       "takes none: write the value")
     return statement
+
+
+def _check_role(conn: Any) -> None:
+    """Refuse a role that could do more than read the history: the door is no boundary for it."""
+    user, superuser, server_roles, owned, writable = conn.execute(read_sql(ROLE_FILE)).fetchall()[0]
+    found = []
+    if superuser:  # a member of every role and the owner of everything: that says it all
+        found.append("a superuser")
+    elif server_roles:
+        found.append("a member of " + ", ".join(server_roles))
+    if owned:
+        found.append(f"the owner of {_some(owned)}")
+    elif writable:
+        found.append(f"allowed to write {_some(writable)}")
+    if found:
+        raise Refused(f"the role {user!r} of SCANWATCH_DB is {'; '.join(found)}: scanwatch sql reads as a role "
+                      f"that can only read (docs/postgres.md, Roles: scanwatch roles prints the recipe), or "
+                      f"{AS_WRITER_HINT}")
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more tables" if len(names) > 3 else "")
 
 
 def _scope(conn: Any, workspace: str) -> None:
@@ -96,41 +109,39 @@ def _scope(conn: Any, workspace: str) -> None:
         scope_to_workspace(conn, workspace)
     except UnknownWorkspaceError as exc:
         raise Refused(str(exc)) from None
-    except errors.ReadOnlySqlTransaction:
-        raise Refused("--workspace needs a server that takes temporary views: this one only reads (a hot standby); "
-                      "point SCANWATCH_DB at the primary, or add WHERE workspace_id = '...' to the query") from None
     except errors.InsufficientPrivilege as exc:
         raise Refused(f"--workspace shows one workspace through temporary views, and the role of SCANWATCH_DB may "
                       f"not create them ({_first_line(exc, conn.location)}): grant it TEMPORARY on the "
                       "database") from None
 
 
+def _begin(conn: Any, workspace: str | None) -> None:
+    raw = conn.raw
+    if workspace is None:
+        raw.execute("BEGIN TRANSACTION READ ONLY")
+        return
+    try:
+        # READ WRITE for the temporary views alone: a role whose default is read-only may still make them.
+        raw.execute("BEGIN TRANSACTION READ WRITE")
+    except psycopg.Error:
+        raise Refused("--workspace needs a server that takes temporary views: this one only reads (a hot standby); "
+                      "point SCANWATCH_DB at the primary, or add WHERE workspace_id = '...' to the query") from None
+
+
 def _first_line(exc: BaseException, location: HistoryLocation) -> str:
+    """The server's message without its position lines (`LINE 1: ...` and a bare `^`)."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith("LINE ") and set(ln) != {"^"}]
     return location.scrub(lines[0] if lines else type(exc).__name__)
 
 
-def execute(location: HistoryLocation, sql: str, *, timeout: float | None,
-            workspace: str | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run one read statement in a READ ONLY transaction that is rolled back; with `workspace`, every table
-    and view of the history shows that workspace's rows."""
-    statement = _check(sql)
+@contextlib.contextmanager
+def _translated(location: HistoryLocation, timeout: float | None, raw: Any) -> Iterator[None]:
+    """Every error of the door as one line the user can act on."""
     try:
-        conn = POSTGRES.open(location, writer=False)
-    except HistoryUnavailableError as exc:
-        raise Refused(str(exc)) from None
-    raw = conn.raw
-    try:
-        raw.execute("BEGIN" if workspace is not None else "BEGIN TRANSACTION READ ONLY")
-        if timeout is not None:
-            raw.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
-        raw.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")
-        if workspace is not None:
-            _scope(conn, workspace)
-            raw.execute("SET TRANSACTION READ ONLY")
-        cursor = raw.execute(statement)
-        columns = [d[0] for d in cursor.description or []]
-        return columns, cursor.fetchall()
+        yield
+    except Refused:
+        raise
     except errors.QueryCanceled:
         raise Refused(f"the query ran longer than {timeout:g} s and was stopped; narrow it, or give --timeout "
                       "more seconds") from None
@@ -140,15 +151,80 @@ def execute(location: HistoryLocation, sql: str, *, timeout: float | None,
         raise Refused(f"the history is read-only here: {_first_line(exc, location)}") from None
     except errors.InsufficientPrivilege as exc:
         raise Refused(f"query failed: {_first_line(exc, location)} (the role of SCANWATCH_DB may only read)") from None
+    except errors.SyntaxError as exc:
+        raise Refused(f"query failed: {_first_line(exc, location)} (scanwatch sql runs one statement at a "
+                      "time)" if "multiple commands" in str(exc) else f"query failed: {_first_line(exc, location)}"
+                      ) from None
     except psycopg.OperationalError as exc:
         if raw.closed or raw.broken:
             raise Refused(f"lost the PostgreSQL server of the history at {location.masked}: "
                           f"{_first_line(exc, location)}") from None
         raise Refused(f"query failed: {_first_line(exc, location)}") from None
+    except psycopg.ProgrammingError as exc:
+        if "didn't produce a result" in str(exc):
+            raise Refused("the statement returned no rows: scanwatch sql runs reads (SELECT, WITH, VALUES, TABLE, "
+                          "SHOW, EXPLAIN)") from None
+        raise Refused(f"query failed: {_first_line(exc, location)}") from None
     except psycopg.Error as exc:
         raise Refused(f"query failed: {_first_line(exc, location)}") from None
+
+
+def _columns(raw: Any, statement: str) -> list[str]:
+    """The column names of a statement that returned no row (the stream names them with its first row):
+    the server describes it without running it, and the unnamed prepared statement is one statement too."""
+    pgconn = raw.pgconn
+    prepared = pgconn.prepare(b"", statement.encode())
+    if prepared.status != psycopg.pq.ExecStatus.COMMAND_OK:
+        return []
+    described = pgconn.describe_prepared(b"")
+    return [(described.fname(i) or b"").decode() for i in range(described.nfields)]
+
+
+@contextlib.contextmanager
+def opened(location: HistoryLocation, sql: str, *, timeout: float | None, workspace: str | None = None,
+           as_writer: bool = False) -> Iterator[tuple[list[str], Iterator[tuple[Any, ...]]]]:
+    """The columns of one read statement and its rows as the server sends them, FETCH_ROWS at a time, in a
+    READ ONLY transaction; with `workspace`, every table and view of the history shows that workspace's rows.
+    The connection is closed when the block ends, whatever the statement did."""
+    statement = _check(sql)
+    try:
+        conn = POSTGRES.open(location, writer=False)
+    except HistoryUnavailableError as exc:
+        raise Refused(str(exc)) from None
+    raw = conn.raw
+    try:
+        with _translated(location, timeout, raw):
+            _begin(conn, workspace)
+            if not as_writer:
+                _check_role(conn)
+            raw.execute("RESET work_mem")  # the role's own (the recipe's), not a writer's merge budget
+            if timeout is not None:
+                raw.execute(f"SET LOCAL statement_timeout = {max(1, round(timeout * 1000))}")
+            raw.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")
+            if workspace is not None:
+                _scope(conn, workspace)
+                raw.execute("SET TRANSACTION READ ONLY")
+            cursor = psycopg.Cursor(raw)
+            chunked = psycopg.capabilities.has_stream_chunked()
+            stream = cursor.stream(statement, size=FETCH_ROWS if chunked else 1)
+            first = next(stream, None)
+            columns = [d.name for d in cursor.description] if cursor.description else _columns(raw, statement)
+        yield columns, _rows(first, stream, location, timeout, raw)
     finally:
-        if not (raw.closed or raw.broken):
-            with contextlib.suppress(psycopg.Error):
-                raw.execute("ROLLBACK")
-        conn.close()
+        conn.close()  # never a statement after the user's: the server rolls back what is open
+
+
+def _rows(first: tuple[Any, ...] | None, stream: Iterator[tuple[Any, ...]], location: HistoryLocation,
+          timeout: float | None, raw: Any) -> Iterator[tuple[Any, ...]]:
+    if first is None:
+        return
+    yield first
+    with _translated(location, timeout, raw):
+        yield from stream
+
+
+def execute(location: HistoryLocation, sql: str, *, timeout: float | None, workspace: str | None = None,
+            as_writer: bool = False) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """`opened`, every row in a list (a notebook's DataFrame holds them anyway)."""
+    with opened(location, sql, timeout=timeout, workspace=workspace, as_writer=as_writer) as (columns, rows):
+        return columns, list(rows)
