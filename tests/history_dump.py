@@ -71,6 +71,8 @@ RUN_RECORDS = frozenset({"sync_runs"})
 # a failed one too (to show its failure), and stamped with when; not history, so "intact" and comparisons
 # across engines leave it out.
 SNAPSHOT_TABLES = frozenset({"snapshot_parts"})
+# PostgreSQL's own machinery, not history: the rows whose locks give a workspace's merges their turns.
+ENGINE_TABLES = frozenset({"scanwatch_workspace_locks"})
 
 Row = tuple[Any, ...]
 
@@ -154,7 +156,7 @@ def dump(conn: Any) -> Dump:
     out = Dump()
     for table, columns in catalog(conn).items():
         kept = compared_columns(table, columns)
-        if not kept:
+        if not kept or table in ENGINE_TABLES:
             continue
         select = ", ".join(f"({_quote(c)} IS NOT NULL)" if how == "presence" else _quote(c) for c, _, how in kept)
         rows = conn.execute(f"SELECT {select} FROM {_quote(table)}").fetchall()

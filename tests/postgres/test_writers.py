@@ -1,6 +1,6 @@
 """Many writers on one PostgreSQL history, each in a process of its own as run pods on different nodes: syncs of
 different workspaces write at once (no Python lock, no pool), and two syncs of one workspace take turns on
-the workspace's advisory lock and leave the history one sync would."""
+the workspace's lock row and leave the history one sync would."""
 
 from __future__ import annotations
 
@@ -93,10 +93,12 @@ def test_two_syncs_of_one_workspace_take_turns_and_leave_the_history_one_sync_wo
     try:
         second = _worker(env, "acme")
         deadline = time.monotonic() + 120
-        # The second sync's first merge waits for the workspace's turn: a lock request the server has not granted.
+        # The second sync's first merge waits for the workspace's turn: the first merge's lock on the workspace's
+        # row, a lock request the server has not granted.
         while not rows(pg_database, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-                                    "WHERE l.locktype = 'advisory' AND NOT l.granted "
-                                    "AND a.application_name = 'scanwatch'")[0][0]:
+                                    "WHERE l.locktype IN ('transactionid', 'tuple') AND NOT l.granted "
+                                    "AND a.application_name = 'scanwatch' "
+                                    "AND a.query LIKE '%scanwatch_workspace_locks%'")[0][0]:
             assert second.poll() is None, second.communicate()[1][-2000:]
             assert time.monotonic() < deadline, "the second sync never waited for the first"
             time.sleep(0.1)

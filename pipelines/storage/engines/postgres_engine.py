@@ -4,9 +4,9 @@ blocked (MVCC), the server's own transactions and keys.
 Only what PostgreSQL says differently from the SQL files lives here: psycopg's `%(name)s` parameters
 (translated from the files' `$name`, bound client-side so a parameter's type comes from where it is used,
 as in DuckDB), the statements of a file split by `sqltext`, stage files sent with COPY and parsed by
-`json_to_record`, plain casts tried before catching ones, a row hash, and advisory locks so that two
-openers never migrate at once and two syncs of one workspace merge in turn. The DuckDB functions the
-files use and PostgreSQL lacks are created from `sql/storage/postgres_compat.sql`.
+`json_to_record`, plain casts tried before catching ones, a row hash, advisory locks so that two openers
+never migrate at once, and a row lock a reader cannot take so that two syncs of one workspace merge in
+turn. The DuckDB functions the files use and PostgreSQL lacks are created from `sql/storage/postgres_compat.sql`.
 
 The URL's password never leaves: libpq reads it (or `PGPASSWORD`, or `.pgpass`), and every message built
 here shows the URL masked and scrubs what the driver wrote.
@@ -33,6 +33,8 @@ from pipelines.storage.stage import CopyText, StageFile, StageFormat
 
 CONNECT_TIMEOUT_SECONDS = 10  # unless the URL says otherwise (connect_timeout=...)
 COMPAT_FILE = "storage/postgres_compat.sql"
+LOCKS_FILE = "storage/postgres_locks.sql"  # installed with the compatibility layer, under one digest
+WORKSPACE_LOCK_FILE = "storage/workspace_lock.sql"
 STALE_STATISTICS_FILE = "storage/statistics_stale.sql"
 # The group role whose members (Grafana's data source) may read the views layer and nothing else.
 VIEWS_ROLE = "scanwatch_views"
@@ -272,8 +274,10 @@ class PostgresEngine(Engine):
         return _compat_held(conn) == _compat_digest()
 
     def lock_workspace(self, conn: Connection, workspace_id: str | None) -> None:
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($key, 0))",
-                     {"key": f"scanwatch workspace {workspace_id or ''}"})
+        """The workspace's row of `scanwatch_workspace_locks`, locked until the transaction ends: a lock no
+        reader can take (sql/storage/postgres_locks.sql), so no reader can hold a workspace's syncs."""
+        for statement in split(read_sql(WORKSPACE_LOCK_FILE)):
+            conn.execute(statement.query, {"key": workspace_id or ""})
 
     @contextmanager
     def holding_name(self, conn: Connection, label: str | None, workspace_id: str | None) -> Iterator[None]:
@@ -296,8 +300,12 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _compat_text() -> str:
+    return read_sql(COMPAT_FILE) + "\n" + read_sql(LOCKS_FILE)
+
+
 def _compat_digest() -> str:
-    return "scanwatch compat " + hashlib.sha256(read_sql(COMPAT_FILE).encode()).hexdigest()[:16]
+    return "scanwatch compat " + hashlib.sha256(_compat_text().encode()).hexdigest()[:16]
 
 
 def _compat_held(conn: Connection) -> str | None:
@@ -306,7 +314,7 @@ def _compat_held(conn: Connection) -> str | None:
 
 def _install_compat(conn: Connection) -> None:
     """`sql/storage/postgres_compat.sql`, applied when its digest (kept as the comment of `epoch`) differs."""
-    text = read_sql(COMPAT_FILE)
+    text = _compat_text()
     digest = _compat_digest()
     if _compat_held(conn) == digest:
         return
