@@ -20,6 +20,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "backfill": ("pipelines.commands.backfill", "rebuild the days before the first sync, marked as reconstructed"),
     "backfill-prometheus": ("pipelines.commands.backfill_prometheus",
                             "write the history as Prometheus TSDB blocks for a Prometheus data directory"),
+    "roles": ("pipelines.commands.roles",
+              "print (or --apply) the PostgreSQL roles of the history: writer, reader, Grafana's, one per workspace"),
     "config": ("pipelines.commands.config_export",
                "config export DIR: write the installed rules, Alertmanager file, dashboards and Grafana provisioning"),
 }

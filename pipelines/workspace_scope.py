@@ -6,9 +6,13 @@ Each history table that carries `workspace_id` is shadowed, for this connection 
 `open_issues_now`) by a temporary copy of itself that reads those: PostgreSQL binds a view to the tables it
 named when it was created, so the history's own views would still read every workspace. Temporary objects are
 found before the history's own on both engines, so the cookbook's files need no workspace parameter, and a
-query a user copied from them keeps working. It is not a boundary: a qualified name (`h.main.issues`,
-`public.issues`) or the catalog reaches every workspace; who may read the history is the boundary
-(docs/workspaces.md).
+query a user copied from them keeps working. The metrics snapshot's parts (`snapshot_parts`, named by the
+workspace's id) are shadowed too.
+
+It is a filter, not a boundary: a qualified name (`h.main.issues`, `public.issues`) or the catalog reaches
+every workspace the role may read. The role is the boundary: on PostgreSQL, `scanwatch roles --workspace
+NAME` makes a role that row-level security keeps to one workspace's rows (docs/postgres.md); on DuckDB,
+whoever may read the file reads every workspace (docs/workspaces.md).
 """
 
 from __future__ import annotations
@@ -34,21 +38,31 @@ def _ident(value: str) -> str:
     return '"' + value.replace('"', '""') + '"'
 
 
-def scope_to_workspace(conn: Any, name: str) -> str:
-    """Shadow every workspace-carrying table, and every view of the views layer, with one workspace's rows;
-    returns the workspace id. `conn` takes the files' `$name` parameters (DuckDB's own, or a history
-    `Connection`)."""
+def workspace_id_of(conn: Any, name: str) -> str:
+    """The service's id of the workspace followed as `name`, or UnknownWorkspaceError naming those held."""
     found = conn.execute(read_sql("read/workspace_ids.sql"), {"name": name}).fetchall()
     if not found:
         held = conn.execute(read_sql("read/workspace_labels.sql")).fetchall()
         raise UnknownWorkspaceError(f"no workspace named {name!r} in the history; it holds: "
                                     f"{', '.join(r[0] for r in held) or 'none yet'}")
-    workspace_id = found[0][0]
-    for table, has_label, catalog, schema in conn.execute(read_sql("read/workspace_tables.sql")).fetchall():
-        # A failed run recorded before its workspace's id was known carries only the name.
-        extra = f" OR (workspace_id IS NULL AND workspace_label = {_literal(name)})" if has_label else ""
+    return found[0][0]
+
+
+def scope_to_workspace(conn: Any, name: str) -> str:
+    """Shadow every workspace-carrying table, and every view of the views layer, with one workspace's rows;
+    returns the workspace id. `conn` takes the files' `$name` parameters (DuckDB's own, or a history
+    `Connection`)."""
+    workspace_id = workspace_id_of(conn, name)
+    for table, column, has_label, catalog, schema in conn.execute(read_sql("read/history_tables.sql")).fetchall():
+        if column is None:
+            continue
+        where = f"{_ident(column)} = {_literal(workspace_id)}"
+        if column == "name":  # a snapshot part is named by the id, or by the followed name before it is known
+            where += f" OR {_ident(column)} = {_literal(name)}"
+        elif has_label:  # a failed run recorded before its workspace's id was known carries only the name
+            where += f" OR (workspace_id IS NULL AND workspace_label = {_literal(name)})"
         conn.execute(f"CREATE TEMP VIEW {_ident(table)} AS SELECT * FROM {_ident(catalog)}.{_ident(schema)}."
-                     f"{_ident(table)} WHERE workspace_id = {_literal(workspace_id)}{extra}")
+                     f"{_ident(table)} WHERE {where}")
     for text in definitions().values():  # in the order they read each other
         conn.execute(_CREATE_VIEW.sub("CREATE TEMP VIEW", text, count=1))
     return workspace_id

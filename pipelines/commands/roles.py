@@ -1,0 +1,182 @@
+"""`scanwatch roles`: the roles of a PostgreSQL history, as SQL to read or to apply as an administrator.
+
+The roles are the boundary of who reads what (docs/postgres.md, "Roles: who gets what"): the read door
+refuses a role that could write, and a reader's role is what stops whatever it types. The recipe lives in
+`sql/roles/`; this command fills in the names (quoted), the limits, and, for `--workspace`, the history's
+own tables and the workspace's id, so a workspace role's policies cover every table that holds workspace
+rows at the time it runs (run it again after an upgrade that adds one: a table it never granted stays
+closed to that role).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from pipelines.sqlfiles import read_sql
+
+WRITER, READER, VIEWS, GRAFANA = "scanwatch_writer", "scanwatch_reader", "scanwatch_views", "scanwatch_grafana"
+# A reader's limits: a query that runs for long, spills gigabytes to temporary files or sorts in a large
+# memory budget slows every sync sharing the server. temp_file_limit may be set by a superuser alone, so a
+# reader cannot raise it; the read door sets its own statement_timeout (--timeout) under this one's role.
+STATEMENT_TIMEOUT = "5min"
+TEMP_FILE_LIMIT = "1GB"
+WORK_MEM = "16MB"
+WORKSPACE_ROLE_PREFIX = "scanwatch_ws_"
+MAX_IDENTIFIER = 63
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", metavar="NAME", action="append", default=[],
+                        help="also a role that reads this workspace's rows and no other's (row-level security on "
+                             "every table holding workspace rows); may be given more than once; needs the history")
+    parser.add_argument("--apply", action="store_true",
+                        help="apply the SQL with --db (an administrator's URL: a superuser, or the tables' owner "
+                             "with CREATEROLE) instead of printing it")
+    parser.add_argument("--db", help="the history's postgresql:// URL (default: SCANWATCH_DB); needed by "
+                                     "--workspace and --apply")
+    parser.add_argument("--temp-file-limit", default=TEMP_FILE_LIMIT,
+                        help=f"temporary files a reader's query may write (default {TEMP_FILE_LIMIT})")
+    parser.add_argument("--statement-timeout", default=STATEMENT_TIMEOUT,
+                        help=f"how long a reader's statement may run (default {STATEMENT_TIMEOUT})")
+    parser.add_argument("--work-mem", default=WORK_MEM,
+                        help=f"memory a reader's sort or hash may take before it spills (default {WORK_MEM})")
+
+
+def ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def workspace_role(label: str) -> str:
+    return (WORKSPACE_ROLE_PREFIX + label)[:MAX_IDENTIFIER]
+
+
+def recipe(*, schema: str = "public", temp_file_limit: str = TEMP_FILE_LIMIT,
+           statement_timeout: str = STATEMENT_TIMEOUT, work_mem: str = WORK_MEM) -> str:
+    """The roles every history has: writer, reader, views and Grafana's, with the revocations."""
+    return read_sql("roles/base.sql").format(
+        writer=ident(WRITER), reader=ident(READER), views=ident(VIEWS), grafana=ident(GRAFANA),
+        schema=ident(schema), temp_file_limit=literal(temp_file_limit),
+        statement_timeout=literal(statement_timeout), work_mem=literal(work_mem))
+
+
+def workspace_recipe(conn: Any, label: str, *, schema: str, temp_file_limit: str = TEMP_FILE_LIMIT,
+                     statement_timeout: str = STATEMENT_TIMEOUT, work_mem: str = WORK_MEM) -> str:
+    """One workspace's role and its policies on every table of the history that holds workspace rows; `conn`
+    is a history `Connection`, read to find the workspace's id and the tables."""
+    from pipelines.workspace_scope import workspace_id_of
+
+    workspace_id = workspace_id_of(conn, label)
+    role = ident(workspace_role(label))
+    parts = [read_sql("roles/workspace.sql").format(
+        role=role, schema=ident(schema), temp_file_limit=literal(temp_file_limit),
+        statement_timeout=literal(statement_timeout), work_mem=literal(work_mem))]
+    for table, column, has_label, _, _ in conn.execute(read_sql("read/history_tables.sql")).fetchall():
+        if column is None:
+            parts.append(read_sql("roles/shared_table.sql").format(table=ident(table), role=role))
+            continue
+        condition = f"{ident(column)} = {literal(workspace_id)}"
+        if column == "name":  # a snapshot part is named by the id, or by the followed name before the id is known
+            condition += f" OR {ident(column)} = {literal(label)}"
+        elif has_label:  # a failed run recorded before its workspace's id was known carries only the name
+            condition += f" OR (workspace_id IS NULL AND workspace_label = {literal(label)})"
+        parts.append(read_sql("roles/workspace_table.sql").format(
+            table=ident(table), reader=ident(READER), role=role, condition=condition,
+            policy=ident(("scanwatch_ws_" + workspace_id)[:MAX_IDENTIFIER])))
+    return "\n".join(parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines import settings
+    from pipelines.credentials import ConfigError
+    from pipelines.history_location import HistoryLocation
+    from pipelines.text import printable
+
+    limits = {"temp_file_limit": args.temp_file_limit, "statement_timeout": args.statement_timeout,
+              "work_mem": args.work_mem}
+    if not args.workspace and not args.apply:
+        sys.stdout.write(recipe(**limits))
+        return 0
+    try:
+        location = settings.Settings.load().history if args.db is None else HistoryLocation.parse(args.db, "--db")
+    except ConfigError as exc:
+        print(f"scanwatch roles: {printable(exc)}", file=sys.stderr)
+        return 1
+    if not location.is_postgres:
+        print(f"scanwatch roles: the history at {location.masked} is a DuckDB file: its readers are whoever may "
+              "read the file (docs/workspaces.md); roles are PostgreSQL's", file=sys.stderr)
+        return 1
+    try:
+        text = recipe_for(location, args.workspace, limits)
+        if args.apply:
+            apply(location, text)
+            print(f"scanwatch roles: applied to {location.masked}"
+                  + (f" (workspace roles: {', '.join(workspace_role(w) for w in args.workspace)})"
+                     if args.workspace else ""))
+        else:
+            sys.stdout.write(text)
+    except RolesRefused as exc:
+        print(f"scanwatch roles: {printable(exc)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+class RolesRefused(Exception):
+    """One line saying why the recipe could not be made or applied."""
+
+
+def recipe_for(location: Any, labels: list[str], limits: dict[str, str]) -> str:
+    import psycopg
+
+    from pipelines.storage.engines.base import HistoryUnavailableError
+    from pipelines.storage.engines.postgres_engine import POSTGRES
+    from pipelines.workspace_scope import UnknownWorkspaceError
+
+    try:
+        conn = POSTGRES.open(location, writer=False)
+    except HistoryUnavailableError as exc:
+        raise RolesRefused(str(exc)) from None
+    try:
+        schema = conn.execute("SELECT current_schema()").fetchone()[0] or "public"
+        parts = [recipe(schema=schema, **limits)]
+        for label in labels:
+            parts.append(workspace_recipe(conn, label, schema=schema, **limits))
+        return "\n".join(parts)
+    except UnknownWorkspaceError as exc:
+        raise RolesRefused(str(exc)) from None
+    except psycopg.Error as exc:
+        raise RolesRefused(f"cannot read the history at {location.masked}: {_line(exc, location)}") from None
+    finally:
+        conn.close()
+
+
+def apply(location: Any, text: str) -> None:
+    """The whole recipe in one transaction: applied entirely or not at all."""
+    import psycopg
+
+    from pipelines.storage.engines.base import HistoryUnavailableError
+    from pipelines.storage.engines.postgres_engine import POSTGRES
+
+    try:
+        conn = POSTGRES.open(location)
+    except HistoryUnavailableError as exc:
+        raise RolesRefused(str(exc)) from None
+    try:
+        conn.raw.execute("BEGIN")
+        conn.raw.execute(text)
+        conn.raw.execute("COMMIT")
+    except psycopg.Error as exc:
+        raise RolesRefused(f"the roles were not applied ({_line(exc, location)}): run this as an administrator "
+                           "(a superuser, or the tables' owner with CREATEROLE)") from None
+    finally:
+        conn.close()
+
+
+def _line(exc: BaseException, location: Any) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(("LINE ", "^"))]
+    return location.scrub(lines[0] if lines else type(exc).__name__)

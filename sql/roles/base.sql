@@ -1,0 +1,51 @@
+-- The roles of a PostgreSQL history (docs/postgres.md, "Roles: who gets what"), printed or applied by
+-- `scanwatch roles`, as an administrator, in the history's database. Every statement may run again.
+-- Roles are created without a password: give each one its own (\password scanwatch_reader in psql).
+DO $$ BEGIN CREATE ROLE {writer} LOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
+DO $$ BEGIN CREATE ROLE {reader} LOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
+DO $$ BEGIN CREATE ROLE {views} NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
+DO $$ BEGIN CREATE ROLE {grafana} LOGIN IN ROLE {views}; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
+
+-- The writer (the syncs: CLI, Dagster runs, the sensor) owns the schema and stages into temporary tables.
+DO $$ BEGIN EXECUTE format('GRANT CONNECT, TEMPORARY ON DATABASE %I TO {writer}', current_database()); END $$;
+GRANT USAGE, CREATE ON SCHEMA {schema} TO {writer};
+
+-- The reader (scanwatch sql, notebooks, the exporter) reads every table and view, and nothing else.
+DO $$ BEGIN EXECUTE format('GRANT CONNECT, TEMPORARY ON DATABASE %I TO {reader}', current_database()); END $$;
+GRANT USAGE ON SCHEMA {schema} TO {reader};
+GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {reader};
+ALTER DEFAULT PRIVILEGES FOR ROLE {writer} IN SCHEMA {schema} GRANT SELECT ON TABLES TO {reader};
+ALTER ROLE {reader} SET default_transaction_read_only = on;
+ALTER ROLE {reader} SET statement_timeout = {statement_timeout};
+ALTER ROLE {reader} SET temp_file_limit = {temp_file_limit};
+ALTER ROLE {reader} SET work_mem = {work_mem};
+
+-- Grafana's data source reads the views layer (the writer grants it each view) and no table.
+DO $$ BEGIN EXECUTE format('GRANT CONNECT ON DATABASE %I TO {grafana}', current_database()); END $$;
+GRANT USAGE ON SCHEMA {schema} TO {views};
+ALTER ROLE {grafana} SET default_transaction_read_only = on;
+ALTER ROLE {grafana} SET statement_timeout = {statement_timeout};
+ALTER ROLE {grafana} SET temp_file_limit = {temp_file_limit};
+ALTER ROLE {grafana} SET work_mem = {work_mem};
+
+-- What no client of this database may execute, whatever its role: signals to other sessions (a reader
+-- could end another reader's session, or the writer's), advisory locks (held, they would stop the openers
+-- that migrate and bind names; the writer alone keeps them) and the functions that create or write large
+-- objects (a write that no table privilege covers). Function privileges belong to this database alone.
+REVOKE EXECUTE ON FUNCTION pg_catalog.pg_terminate_backend(integer, bigint),
+    pg_catalog.pg_cancel_backend(integer) FROM PUBLIC;
+DO $$
+DECLARE f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+             WHERE p.pronamespace = 'pg_catalog'::regnamespace
+               AND (p.proname LIKE 'pg\_%advisory\_%' ESCAPE '\'
+                    OR p.proname IN ('lo_creat', 'lo_create', 'lo_from_bytea', 'lo_import', 'lo_put',
+                                     'lowrite', 'lo_truncate', 'lo_truncate64', 'lo_unlink'))
+    LOOP
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+        IF f::text LIKE 'pg\_%advisory%' ESCAPE '\' THEN
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO {writer}', f);
+        END IF;
+    END LOOP;
+END $$;
