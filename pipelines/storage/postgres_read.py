@@ -150,7 +150,8 @@ def _translated(location: HistoryLocation, timeout: float | None, raw: Any) -> I
     except errors.ReadOnlySqlTransaction as exc:
         raise Refused(f"the history is read-only here: {_first_line(exc, location)}") from None
     except errors.InsufficientPrivilege as exc:
-        raise Refused(f"query failed: {_first_line(exc, location)} (the role of SCANWATCH_DB may only read)") from None
+        raise Refused(f"the history is read-only here: {_first_line(exc, location)} (the role of SCANWATCH_DB may "
+                      "only read)") from None
     except errors.SyntaxError as exc:
         raise Refused(f"query failed: {_first_line(exc, location)} (scanwatch sql runs one statement at a "
                       "time)" if "multiple commands" in str(exc) else f"query failed: {_first_line(exc, location)}"

@@ -1,6 +1,7 @@
-"""`scanwatch sql` and `pipelines.history` on a PostgreSQL history: one read statement in a READ ONLY
-transaction with a time limit, never waiting for a sync; every write, file or server-side access and role
-change refused in one line, with nothing written; the URL's password in no output."""
+"""`scanwatch sql` and `pipelines.history` on a PostgreSQL history, as the docs' reader role (made by `scanwatch
+roles`): one read statement in a READ ONLY transaction with a time limit, never waiting for a sync; every
+write, file or server-side access and role change refused in one line, with nothing written; the URL's
+password in no output. The boundary cases, role by role, are in test_door_boundary.py."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pipelines.read_only import ReadRefused, execute_read_only
 from pipelines.storage import connect, merge_issues
 from tests.backends import dump, rows
 from tests.benchmarks.test_merge_unchanged import _issue
+from tests.postgres.roles import reader_url
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
@@ -42,11 +44,18 @@ def _filled(url: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def history(pg_server) -> Iterator[str]:
-    """One history for the module: every test leaves it as it was (and most check that they did)."""
+def history_admin(pg_server) -> Iterator[str]:
+    """One history for the module, as the superuser that built it: every test leaves it as it was (and most
+    check that they did)."""
     name = pg_server.create_database()
     yield _filled(pg_server.url(name))
     pg_server.drop_database(name)
+
+
+@pytest.fixture(scope="module")
+def history(pg_server, history_admin) -> str:
+    """The module's history as its readers read it: the reader role of `scanwatch roles`."""
+    return reader_url(pg_server, history_admin)
 
 
 def _password(url: str) -> str:
@@ -143,9 +152,10 @@ def own_history(pg_database: str) -> str:
     return _filled(pg_database)
 
 
-def test_a_reader_returns_while_a_sync_holds_its_write_transaction_open(own_history):
+def test_a_reader_returns_while_a_sync_holds_its_write_transaction_open(own_history, pg_server):
     """A real merge stopped before its commit (its workspace's lock and its rows' locks held): the reader's
     query returns at once, with the history as it was, and the merge then commits."""
+    reader = reader_url(pg_server, own_history)
     paused, go_on = threading.Event(), threading.Event()
 
     def hold(name: str) -> None:
@@ -169,9 +179,10 @@ def test_a_reader_returns_while_a_sync_holds_its_write_transaction_open(own_hist
     try:
         writer.start()
         assert paused.wait(120), "the merge never reached its commit"
-        locks = rows(own_history, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")[0][0]
-        assert locks >= 1  # the sync holds its workspace's turn and its transaction is open
-        done = scanwatch_sql(own_history, "SELECT count(*) FILTER (WHERE status = 'fixed') FROM issues",
+        held = rows(own_history, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'scanwatch' "
+                                 "AND state = 'idle in transaction'")[0][0]
+        assert held >= 1  # the sync holds its workspace's turn and its transaction is open
+        done = scanwatch_sql(reader, "SELECT count(*) FILTER (WHERE status = 'fixed') FROM issues",
                              "--format", "csv", timeout=30)
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines()[1] == "5"  # the committed history, not the merge under way
@@ -183,12 +194,12 @@ def test_a_reader_returns_while_a_sync_holds_its_write_transaction_open(own_hist
     assert rows(own_history, "SELECT count(*) FROM issues WHERE status = 'fixed'")[0][0] == 20
 
 
-def test_a_reader_never_queues_behind_a_schema_change(history, pg_server):
+def test_a_reader_never_queues_behind_a_schema_change(history, history_admin):
     """A migration holds its table's lock for its transaction: a reader that would wait stops at once with the
     line of a busy history (exit 75), rather than hanging until the sync is done."""
     import psycopg
 
-    with psycopg.connect(history, autocommit=True) as holder:
+    with psycopg.connect(history_admin, autocommit=True) as holder:
         holder.execute("BEGIN")
         holder.execute("LOCK TABLE issues IN ACCESS EXCLUSIVE MODE")
         done = scanwatch_sql(history, "SELECT count(*) FROM issues", timeout=30)
@@ -199,7 +210,7 @@ def test_a_reader_never_queues_behind_a_schema_change(history, pg_server):
 
 @pytest.mark.parametrize(("url", "says"), [
     ("{good}", "SELECT 1"),
-    ("postgresql://postgres:wrong-password@127.0.0.1:{port}/{db}", "refused the password"),
+    ("postgresql://scanwatch_reader:wrong-password@127.0.0.1:{port}/{db}", "refused the password"),
     ("postgresql://postgres:{password}@127.0.0.1:{port}/missing_database", "no such database"),
     ("postgresql://postgres:{password}@127.0.0.1:1/{db}", "cannot reach the PostgreSQL server"),
 ])
