@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -50,17 +51,34 @@ def built_at(story_of_today: dict) -> dt.datetime:
     return story_of_today["built_at"]
 
 
+@pytest.fixture
+def as_reader(request: pytest.FixtureRequest) -> Callable[[Path | str], Path | str]:
+    """Maps a history to what the cookbook's readers are given: a DuckDB file as it is; a PostgreSQL database,
+    built by the superuser, read as the reader role of `scanwatch roles` (the read door refuses a role that
+    could write)."""
+    def reader(db: Path | str) -> Path | str:
+        if isinstance(db, Path) or not str(db).startswith("postgresql://"):
+            return db
+        from tests.postgres.roles import reader_url
+
+        return reader_url(request.getfixturevalue("pg_server"), str(db))
+
+    return reader
+
+
 @pytest.fixture(params=["duckdb", "postgres"])
-def story_db(request: pytest.FixtureRequest, story_of_today: dict) -> Path | str:
+def story_db(request: pytest.FixtureRequest, story_of_today: dict,
+             as_reader: Callable[[Path | str], Path | str]) -> Path | str:
     """The same hand-made history on each engine: the DuckDB file, then a PostgreSQL database built alike (once
-    a day, as the file is), so every cookbook answer is checked on both."""
+    a day, as the file is) and read as the reader role, so every cookbook answer is checked on both."""
     if request.param == "duckdb":
         return story_of_today["path"]
     day = story_of_today["day"]
     if day not in story_of_today["postgres"]:
         server = request.getfixturevalue("pg_server")
         url = server.url(server.create_database())
-        story_of_today["postgres"][day] = (url, history.build(url))
+        built = history.build(url)
+        story_of_today["postgres"][day] = (as_reader(url), built)
     return story_of_today["postgres"][day][0]
 
 
@@ -84,12 +102,13 @@ def story_copy(story_db: Path | str, request: pytest.FixtureRequest, tmp_path: P
         server = request.getfixturevalue("pg_server")
         return server.url(server.create_database(template=story_db.rsplit("/", 1)[1]))
 
-    return make
+    return make  # the superuser's URL: a test writes its change, then reads through `as_reader`
 
 
 @pytest.fixture
-def story_empty(story_db: Path | str, request: pytest.FixtureRequest, tmp_path: Path):
-    """Makes an empty history, migrated, on the engine of `story_db`."""
+def story_empty(story_db: Path | str, request: pytest.FixtureRequest, tmp_path: Path,
+                as_reader: Callable[[Path | str], Path | str]):
+    """Makes an empty history, migrated, on the engine of `story_db`, as its reader reads it."""
     def make() -> Path | str:
         if isinstance(story_db, Path):
             db: Path | str = tmp_path / f"empty-{len(list(tmp_path.glob('empty-*')))}.duckdb"
@@ -97,6 +116,6 @@ def story_empty(story_db: Path | str, request: pytest.FixtureRequest, tmp_path: 
             server = request.getfixturevalue("pg_server")
             db = server.url(server.create_database())
         connect(db).close()
-        return db
+        return as_reader(db)
 
     return make

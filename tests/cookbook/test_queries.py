@@ -103,7 +103,8 @@ def test_open_issues_by_day_is_in_utc_whatever_the_session_time_zone(story_db: P
     assert far[: len(utc) - 1] == utc[:-1]
 
 
-def test_open_issues_by_day_last_row_is_now_even_when_the_service_clock_is_ahead(engine_db: str) -> None:
+def test_open_issues_by_day_last_row_is_now_even_when_the_service_clock_is_ahead(
+        engine_db: str, as_reader: Callable[[Path | str], Path | str]) -> None:
     db = _history(engine_db)
     with connect(db) as con, backends.driver_cursor(con) as cursor:
         cursor.executemany(
@@ -116,7 +117,7 @@ def test_open_issues_by_day_last_row_is_now_even_when_the_service_clock_is_ahead
                 ("c", "medium", "fixed", at(-1), at(1, 5), at(1, 5), at(0), at(0)),
             ],
         )
-    rows = run(db, "open_issues_by_day")
+    rows = run(as_reader(db), "open_issues_by_day")
     assert pick(rows, "day", "high", "medium", "low", "total") == [
         (day(-1), 1, 1, 0, 2),
         (day(0), 1, 1, 0, 2),
@@ -176,7 +177,8 @@ def test_new_critical_this_week(story_db: Path | str) -> None:
     ]
 
 
-def test_new_critical_issues(story_db: Path | str, story_copy: Callable[[], Path | str]) -> None:
+def test_new_critical_issues(story_db: Path | str, story_copy: Callable[[], Path | str],
+                              as_reader: Callable[[Path | str], Path | str]) -> None:
     # Every event of this history is at or before its first successful issues sync: a backlog, nothing new.
     assert run(story_db, "new_critical_issues") == []
     copy = story_copy()
@@ -184,7 +186,7 @@ def test_new_critical_issues(story_db: Path | str, story_copy: Callable[[], Path
     with connect(copy) as conn:  # i11 (open critical) regressed after that sync
         conn.execute("INSERT INTO issue_events VALUES ($ws, 'i11', 'p2', 't3', 'critical', $now, 'reopened', "
                      "'fixed', 'open')", {"ws": WS, "now": now})
-    rows = run(copy, "new_critical_issues")
+    rows = run(as_reader(copy), "new_critical_issues")
     assert pick(rows, "issue_id", "change", "arrived_at", "control_id") == [("i11", "reopened", now, "headers.hsts")]
     assert "explanation" in rows[0]  # the full text lives here, not in Prometheus
 

@@ -40,10 +40,10 @@ def _add_globex(db: Path | str) -> None:
 
 
 @pytest.fixture
-def two_workspaces(story_copy: Callable[[], Path | str]) -> Path | str:
+def two_workspaces(story_copy: Callable[[], Path | str], as_reader: Callable[[Path | str], Path | str]) -> Path | str:
     db = story_copy()
     _add_globex(db)
-    return db
+    return as_reader(db)
 
 
 def _rows(db: Path | str, sql: str, workspace: str | None = None) -> list[dict]:
