@@ -5,6 +5,12 @@ binds them itself (`extract_statements`); for PostgreSQL, whose driver knows nei
 statements, the parameters each names and the words it is made of, skipping string literals, quoted
 identifiers, comments and dollar-quoted bodies, so a `;` or a `$` inside one of them is never taken for
 SQL.
+
+It reads scanwatch's own files, and shapes friendly messages about a user's text: it is no boundary. The
+read door's safety comes from the server (one statement through the extended protocol, a READ ONLY
+transaction, the role; `pipelines/storage/postgres_read.py`), so a text this lexer misreads (a non-ASCII
+identifier that ends in `$a$` reads here as the start of a dollar-quoted body) can only get a less helpful
+line, never past the door.
 """
 
 from __future__ import annotations
