@@ -15,7 +15,8 @@ function the command calls: a new connection, a READ ONLY transaction with state
 rolled back), timed from the call to the last row; every tenth is the command itself in a child process
 (`scanwatch sql --db URL --format csv`, Python's start included). The read is a cookbook query (by default
 `open_issues_by_project` where it runs on PostgreSQL, else its counts without the pivot, the same size).
-Lock waits of the database are sampled as in benchmarks/pg_writers.py.
+The scratch server has one role, its superuser: the reads pass `--as-writer` (the door's path is the same,
+its role check aside). Lock waits of the database are sampled as in benchmarks/pg_writers.py.
 
 Prints p50, p99 and max per phase and writes `benchmarks/results/pg_readers.json`. Never asserted.
 """
@@ -57,7 +58,7 @@ def read_sql(db: str, name: str) -> tuple[str, str]:
 
     sql = sqlfiles.cookbook()[name].sql
     try:
-        execute_read_only(db, sql)
+        execute_read_only(db, sql, as_writer=True)
         return name, sql
     except ReadRefused:
         return f"{name} (its counts, without the pivot)", COUNTS
@@ -81,14 +82,15 @@ def read_loop(db: str, sql: str, until) -> dict:
         n += 1
         started = time.perf_counter()
         if n % CLI_EVERY == 0:
-            done = subprocess.run([sys.executable, "-m", "pipelines.cli", "sql", "--db", db, "--format", "csv", sql],
+            done = subprocess.run([sys.executable, "-m", "pipelines.cli", "sql", "--db", db, "--format", "csv",
+                                   "--as-writer", sql],
                                   cwd=ROOT, capture_output=True, text=True, timeout=300)
             cli.append(time.perf_counter() - started)
             if done.returncode != 0:
                 failures.append(done.stderr.strip()[-300:])
         else:
             try:
-                execute_read_only(db, sql)
+                execute_read_only(db, sql, as_writer=True)
             except Exception as exc:  # a refused read is a figure too: counted, then the loop goes on
                 failures.append(str(exc)[:300])
             door.append(time.perf_counter() - started)
