@@ -282,3 +282,20 @@ def test_a_large_result_is_cut_at_its_limit_with_a_line_saying_so(deployment):
                          "--max-bytes", "1000", "--format", "json")
     assert done.returncode == 0, done.stderr
     assert len(done.stdout) < 3000 and "--max-bytes 1000" in done.stderr
+
+
+@pytest.mark.parametrize("grant", ["NOINHERIT IN ROLE scanwatch_writer", "IN ROLE pg_write_all_data",
+                                   "NOINHERIT IN ROLE pg_execute_server_program"])
+def test_a_role_that_may_become_a_writer_is_refused_too(deployment, pg_server, grant):
+    """A role that inherits nothing may still `SET ROLE` to what it is a member of (a function can, mid-statement):
+    what it may become counts."""
+    role = f"sneaky_{abs(hash(grant)) % 10**6}"
+    pg_server.psql(f"DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN PASSWORD 'Sn3aky-pw' {grant}")
+    db = deployment["admin"].rsplit("/", 1)[1]
+    pg_server.psql(f"GRANT USAGE ON SCHEMA public TO {role}; GRANT SELECT ON issues TO {role}", database=db)
+    try:
+        with pytest.raises(ReadRefused, match="--as-writer"):
+            execute_read_only(pg_server.url(db, user=role, password="Sn3aky-pw"), "SELECT count(*) FROM issues")
+    finally:
+        pg_server.psql(f"REVOKE ALL ON issues FROM {role}; REVOKE ALL ON SCHEMA public FROM {role}", database=db)
+        pg_server.psql(f"DROP ROLE {role}")
