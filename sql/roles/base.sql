@@ -9,6 +9,9 @@ DO $$ BEGIN CREATE ROLE {grafana} LOGIN IN ROLE {views}; EXCEPTION WHEN duplicat
 -- The writer (the syncs: CLI, Dagster runs, the sensor) owns the schema and stages into temporary tables.
 DO $$ BEGIN EXECUTE format('GRANT CONNECT, TEMPORARY ON DATABASE %I TO {writer}', current_database()); END $$;
 GRANT USAGE, CREATE ON SCHEMA {schema} TO {writer};
+-- No one else creates objects beside the history's (PostgreSQL 15 no longer lets PUBLIC; older servers did):
+-- a function a reader placed there could be called by the writer, with the writer's rights.
+REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC;
 
 -- The reader (scanwatch sql, notebooks, the exporter) reads every table and view, and nothing else.
 DO $$ BEGIN EXECUTE format('GRANT CONNECT, TEMPORARY ON DATABASE %I TO {reader}', current_database()); END $$;
