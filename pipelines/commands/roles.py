@@ -163,11 +163,11 @@ def apply(location: Any, text: str) -> None:
     from pipelines.storage.engines.postgres_engine import POSTGRES
 
     try:
-        conn = POSTGRES.open(location)
+        conn = POSTGRES.open(location, writer=False)  # an administrator's role may default to read-only
     except HistoryUnavailableError as exc:
         raise RolesRefused(str(exc)) from None
     try:
-        conn.raw.execute("BEGIN")
+        conn.raw.execute("BEGIN READ WRITE")
         conn.raw.execute(text)
         conn.raw.execute("COMMIT")
     except psycopg.Error as exc:

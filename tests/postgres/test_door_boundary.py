@@ -299,3 +299,28 @@ def test_a_role_that_may_become_a_writer_is_refused_too(deployment, pg_server, g
     finally:
         pg_server.psql(f"REVOKE ALL ON issues FROM {role}; REVOKE ALL ON SCHEMA public FROM {role}", database=db)
         pg_server.psql(f"DROP ROLE {role}")
+
+
+def _roles(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_")}
+    env.update(PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "pipelines.cli", "roles", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_roles_command_prints_its_recipe_and_refuses_in_one_line(deployment):
+    printed = _roles()
+    assert printed.returncode == 0, printed.stderr
+    for part in ("pg_terminate_backend", "temp_file_limit = '1GB'", "default_transaction_read_only = on",
+                 "REVOKE CREATE ON SCHEMA", "advisory"):
+        assert part in printed.stdout, part
+    workspace = _roles("--workspace", "acme", "--db", deployment["admin"])
+    assert workspace.returncode == 0 and "ENABLE ROW LEVEL SECURITY" in workspace.stdout, workspace.stderr
+    assert "snapshot_parts" in workspace.stdout and "'w-acme'" in workspace.stdout
+    for args, says in ((["--workspace", "initech", "--db", deployment["admin"]], "no workspace named 'initech'"),
+                       (["--apply", "--db", deployment[READER]], "the roles were not applied")):
+        done = _roles(*args)
+        assert done.returncode == 1
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], done.stderr
+        assert "Pw-7q" not in done.stderr
