@@ -87,7 +87,7 @@ def workspace_recipe(conn: Any, label: str, *, schema: str, temp_file_limit: str
             condition += f" OR (workspace_id IS NULL AND workspace_label = {literal(label)})"
         parts.append(read_sql("roles/workspace_table.sql").format(
             table=ident(table), reader=ident(READER), role=role, condition=condition,
-            policy=ident(("scanwatch_ws_" + workspace_id)[:MAX_IDENTIFIER])))
+            policy=role))  # one policy per role: two names of one workspace are two roles
     return "\n".join(parts)
 
 
