@@ -324,3 +324,14 @@ def test_the_roles_command_prints_its_recipe_and_refuses_in_one_line(deployment)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and says in lines[0], done.stderr
         assert "Pw-7q" not in done.stderr
+
+
+def test_the_notebook_api_creates_nothing_even_as_the_superuser(deployment):
+    """`pipelines.history.query` once created a table through the smuggling text: the same door, the same server."""
+    from pipelines import history
+
+    smuggled = "SELECT 1 AS 😀$a$; COMMIT; CREATE TABLE stolen AS SELECT 1; SELECT 2 AS 😀$a$"
+    for as_writer in (False, True):
+        with pytest.raises(ValueError):
+            history.query(smuggled, db=deployment[SUPERUSER], as_writer=as_writer)
+    assert rows(deployment["admin"], "SELECT to_regclass('stolen') IS NULL") == [(True,)]
