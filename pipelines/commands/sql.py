@@ -14,7 +14,7 @@ import decimal
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pipelines.read_only import AS_WRITER_VARIABLE, DEFAULT_TIMEOUT, MAX_TIMEOUT, ReadRefused, opened
@@ -73,17 +73,19 @@ def run(args: argparse.Namespace) -> int:
         sql = _resolve_sql(args.query, queries)
         with opened(_db_path(args.db), sql, timeout=args.timeout, workspace=args.workspace,
                     as_writer=as_writer) as (columns, rows):
-            try:
-                cut = write_result(columns, rows, args.format, sys.stdout, max_rows=args.max_rows,
-                                   max_bytes=args.max_bytes)
-                sys.stdout.flush()
-            except BrokenPipeError:
-                # `scanwatch sql ... | head` is normal use: the reader has what it wanted.
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-                return 0
+            held, cut = bounded_rows(rows, args.max_rows, args.max_bytes)
     except ReadRefused as exc:
         print(f"scanwatch sql: {printable(exc)}", file=sys.stderr)
         return exc.code
+    # Printed once the history is let go: a slow pager holds neither the DuckDB file nor a PostgreSQL
+    # transaction (whose snapshot and locks a migration would wait behind).
+    try:
+        write_result(columns, held, args.format, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `scanwatch sql ... | head` is normal use: the reader has what it wanted.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     if cut:
         print(f"scanwatch sql: the result was cut at {cut}; narrow the query, or raise the limit", file=sys.stderr)
     return 0
@@ -115,57 +117,33 @@ def _print_cookbook(queries: dict[str, Any]) -> None:
         print(f"  {name.ljust(width)}  {query.description}")
 
 
-def write_result(columns: list[str], rows: Iterable[tuple[Any, ...]], fmt: str, out: Any, *,
-                 max_rows: int | None = None, max_bytes: int | None = None) -> str | None:
-    """The rows in `fmt`, written as they come (a table, which aligns its columns, holds at most `max_rows`);
-    returns which limit cut them (`--max-rows 100`), or None when every row was written."""
-    bounded = _Bounded(rows, max_rows, max_bytes)
+def bounded_rows(rows: Iterable[tuple[Any, ...]], max_rows: int, max_bytes: int
+                 ) -> tuple[list[tuple[Any, ...]], str | None]:
+    """The rows, fetched until `max_rows` of them or about `max_bytes` of their text, and which limit cut them
+    (None when none did): what the command holds is bounded whatever the result's size."""
+    held: list[tuple[Any, ...]] = []
+    size = 0
+    for row in rows:
+        if len(held) >= max_rows:
+            return held, f"{len(held)} rows (--max-rows {max_rows})"
+        if size >= max_bytes:
+            return held, f"{len(held)} rows, {size} bytes (--max-bytes {max_bytes})"
+        held.append(row)
+        size += sum(len(str(v)) for v in row if v is not None)
+    return held, None
+
+
+def write_result(columns: list[str], rows: Sequence[tuple[Any, ...]], fmt: str, out: Any) -> None:
     if fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow([printable(c) for c in columns])
-        for row in bounded:
-            cells = ["" if v is None else _text(v) for v in row]
-            bounded.spent(sum(len(c) + 1 for c in cells))
-            writer.writerow(cells)
+        writer.writerows([["" if v is None else _text(v) for v in row] for row in rows])
     elif fmt == "json":
         # JSON escapes control characters itself (ensure_ascii), lone surrogates included.
-        first = True
-        for row in bounded:
-            text = json.dumps(dict(zip(columns, map(_jsonable, row), strict=True)), indent=2)
-            bounded.spent(len(text))
-            out.write(("[\n" if first else ",\n") + "\n".join("  " + line for line in text.splitlines()))
-            first = False
-        out.write("[]\n" if first else "\n]\n")
+        json.dump([dict(zip(columns, map(_jsonable, row), strict=True)) for row in rows], out, indent=2)
+        out.write("\n")
     else:
-        held = []
-        for row in bounded:
-            bounded.spent(sum(len(_text(v)) for v in row if v is not None))
-            held.append(row)
-        out.write(format_table(columns, held))
-    return bounded.cut
-
-
-class _Bounded:
-    """The rows until `max_rows` of them or about `max_bytes` of their text; `cut` names the limit reached."""
-
-    def __init__(self, rows: Iterable[tuple[Any, ...]], max_rows: int | None, max_bytes: int | None) -> None:
-        self.rows, self.max_rows, self.max_bytes = rows, max_rows, max_bytes
-        self.count = self.bytes = 0
-        self.cut: str | None = None
-
-    def spent(self, size: int) -> None:
-        self.bytes += size
-
-    def __iter__(self) -> Iterator[tuple[Any, ...]]:
-        for row in self.rows:
-            if self.max_rows is not None and self.count >= self.max_rows:
-                self.cut = f"{self.count} rows (--max-rows {self.max_rows})"
-                return
-            if self.max_bytes is not None and self.bytes >= self.max_bytes:
-                self.cut = f"{self.count} rows, {self.bytes} bytes (--max-bytes {self.max_bytes})"
-                return
-            self.count += 1
-            yield row
+        out.write(format_table(columns, rows))
 
 
 def format_table(columns: list[str], rows: Sequence[tuple[Any, ...]]) -> str:
