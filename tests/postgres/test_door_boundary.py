@@ -335,3 +335,17 @@ def test_the_notebook_api_creates_nothing_even_as_the_superuser(deployment):
         with pytest.raises(ValueError):
             history.query(smuggled, db=deployment[SUPERUSER], as_writer=as_writer)
     assert rows(deployment["admin"], "SELECT to_regclass('stolen') IS NULL") == [(True,)]
+
+
+@pytest.mark.parametrize("statement", ["SELECT 1; DELETE FROM issues", "COMMIT", "DELETE FROM issues",
+                                       "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE"])
+def test_without_the_lexer_at_all_the_server_still_refuses(deployment, monkeypatch, statement):
+    """The lexer's checks replaced by nothing: the protocol refuses the second statement, the READ ONLY transaction
+    the write, and a statement that ends the transaction or changes the session is the last thing that runs."""
+    from pipelines.storage import postgres_read
+
+    monkeypatch.setattr(postgres_read, "_check", lambda sql: sql)
+    before = _issues(deployment)
+    with pytest.raises(ReadRefused):
+        execute_read_only(deployment[SUPERUSER], statement, as_writer=True)
+    assert _issues(deployment) == before == 15
