@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -110,9 +111,17 @@ def test_each_service_does_its_work_as_its_role_and_nothing_more(compose_pg, sim
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             grafana.execute("SELECT count(*) FROM issues")
 
-    # Dagster's role: its own database, not the history's; the history's roles not Dagster's.
+    # Dagster's role: deploy/dagster/dagster.yaml's instance created and migrated in its own database as it,
+    # and it reaches nothing of the history's; the history's roles reach nothing of Dagster's.
+    shutil.copy(ROOT / "deploy/dagster/dagster.yaml", home / "dagster.yaml")
+    instance = child_env(sim, DAGSTER_HOME=str(home), DAGSTER_PG_HOST="127.0.0.1", DAGSTER_PG_PORT=str(server.port),
+                         DAGSTER_PG_USER="dagster", DAGSTER_PG_PASSWORD=passwords["dagster"], DAGSTER_PG_DB="dagster")
+    migrated = subprocess.run([str(BIN / "dagster"), "instance", "migrate"], env=instance, capture_output=True,
+                              text=True, timeout=300)
+    assert migrated.returncode == 0, (migrated.stdout + migrated.stderr)[-3000:]
     with psycopg.connect(_url(server, "dagster", passwords["dagster"], "dagster")) as dagster:
-        dagster.execute("CREATE TABLE runs_probe (x int)")  # it owns its database: its schema is created there
+        assert dagster.execute("SELECT count(*) FROM pg_tables WHERE tableowner = 'dagster' AND tablename = 'runs'"
+                               ).fetchone()[0] == 1
     for role, database in (("dagster", "scanwatch"), ("scanwatch_reader", "dagster"),
                            ("scanwatch_writer", "dagster"), ("scanwatch_grafana", "dagster")):
         with pytest.raises(psycopg.OperationalError, match="permission denied for database"):
