@@ -16,6 +16,8 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -270,7 +272,6 @@ def test_the_code_location_stops_on_sigterm_within_its_grace_period_under_docker
     build of the same program) as PID 1 of a new PID namespace, the service's command and environment under
     it, SIGTERM to PID 1. The server must be gone well within stop_grace_period, not SIGKILLed at its end."""
     import signal
-    import time
 
     code = compose["services"]["scanwatch-code"]
     assert code["init"] is True and code.get("stop_signal", "SIGTERM") == "SIGTERM"
@@ -315,3 +316,47 @@ def _free_port() -> int:
 def _listening(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+SPAWNS_A_RUN = """
+import multiprocessing, signal, sys, time
+
+def run(log):
+    signal.signal(signal.SIGTERM, lambda *_: (open(log, "w").write("interrupted"), sys.exit(0)))
+    time.sleep(120)
+
+if __name__ == "__main__":
+    child = multiprocessing.get_context("spawn").Process(target=run, args=(sys.argv[1],))
+    child.start()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    child.join()
+"""
+
+
+def test_a_run_the_code_location_started_gets_the_stop_signal_too(compose, tmp_path):
+    """Dagster's code server starts each run as a child process (multiprocessing, spawn) in its own process
+    group. Under the service's init settings, SIGTERM to PID 1 reaches that child as well, so a run under way
+    is interrupted rather than left to SIGKILL at the end of the grace period."""
+    import signal
+
+    code = compose["services"]["scanwatch-code"]
+    script, log = tmp_path / "server.py", tmp_path / "run.log"
+    script.write_text(SPAWNS_A_RUN)
+    env = {**os.environ, **{k: v for k, v in code["environment"].items() if k.startswith("TINI_")}}
+    proc = subprocess.Popen([_tool("unshare"), "--pid", "--fork", "--kill-child", _tool("tini"), "--",
+                             sys.executable, str(script), str(log)], env=env)
+    try:
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+        deadline = time.monotonic() + 30
+        while not children.read_text().split():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        (init,) = children.read_text().split()
+        time.sleep(3)  # the spawned child is up and has its handler
+        os.kill(int(init), signal.SIGTERM)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert log.read_text() == "interrupted"
