@@ -70,6 +70,9 @@ def test_each_service_runs_its_part(compose):
     assert set(services) == SERVICES
     code = services["scanwatch-code"]["command"]
     assert code[:3] == ["dagster", "api", "grpc"] and code[code.index("-m") + 1] == "pipelines.definitions"
+    # PostgreSQL is healthy only once its real server listens on TCP (not the initdb phase's socket-only one).
+    check = services["postgres"]["healthcheck"]["test"]
+    assert check[:2] == ["CMD", "pg_isready"] and check[check.index("-h") + 1] == "127.0.0.1"
     assert services["dagster-webserver"]["command"][0] == "dagster-webserver"
     assert services["dagster-daemon"]["command"][:2] == ["dagster-daemon", "run"]
     assert services["exporter"]["command"][:2] == ["scanwatch", "exporter"]
