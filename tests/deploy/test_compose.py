@@ -255,7 +255,7 @@ def test_grafana_gets_the_repositorys_dashboards_provisioning_and_the_same_data_
 
 def test_the_workspace_file_reads_the_code_locations_address_that_the_server_listens_on(compose):
     services = compose["services"]
-    grpc = yaml.safe_load((COMPOSE.parent / "compose/workspace.yaml").read_text())["load_from"][0]["grpc_server"]
+    grpc = yaml.safe_load((COMPOSE.parent / "dagster/workspace.yaml").read_text())["load_from"][0]["grpc_server"]
     assert grpc["host"] == {"env": "SCANWATCH_CODE_HOST"} and grpc["port"] == {"env": "SCANWATCH_CODE_PORT"}
     for name in ("dagster-webserver", "dagster-daemon"):
         env = services[name]["environment"]

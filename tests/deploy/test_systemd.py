@@ -2,13 +2,15 @@
 
 Checked by systemd's own tools (`systemd-analyze verify` on a scratch root holding the units, the system's unit
 library and the install's /opt/scanwatch/bin/scanwatch; `systemd-analyze security --offline`;
-`systemd-sysusers --dry-run`), then run as the units would run them: each ExecStart with the unit's own
-environment, the sync against the simulator and the exporter serving what that sync wrote. No systemd runs
-here as PID 1, so the timer's schedule is checked by `systemd-analyze calendar`, not waited for.
+`systemd-sysusers --dry-run`), then run as the units would run them: the exporter's ExecStart with its unit's
+own environment, and the Dagster units' code location loaded by the daemon's environment and workspace file.
+No systemd runs here as PID 1, so the timer's schedule is checked by `systemd-analyze calendar`, not waited
+for; `scanwatch sync` itself is run by the rest of the suite.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -20,11 +22,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.deploy.conftest import BIN, ROOT, child_env
+from tests.deploy.conftest import BIN, ROOT
 
 UNITS = ROOT / "deploy" / "systemd"
 SERVICES = ("scanwatch-sync.service", "scanwatch-exporter.service")
+DAGSTER = ("scanwatch-code.service", "scanwatch-dagster-daemon.service", "scanwatch-dagster-webserver.service")
 TIMER = "scanwatch-sync.timer"
+ALL_UNITS = (*SERVICES, *DAGSTER, TIMER)
 README = ROOT / "README.md"
 
 
@@ -66,14 +70,15 @@ def scratch_root(tmp_path_factory) -> Path:
     (root / "usr/lib/systemd").mkdir(parents=True)
     shutil.copytree("/lib/systemd/system", root / "usr/lib/systemd/system", symlinks=True)
     (root / "opt/scanwatch/bin").mkdir(parents=True)
-    shutil.copy2(BIN / "scanwatch", root / "opt/scanwatch/bin/scanwatch")
-    for name in (*SERVICES, TIMER):
+    for entry in ("scanwatch", "dagster", "dagster-daemon", "dagster-webserver"):
+        shutil.copy2(BIN / entry, root / "opt/scanwatch/bin" / entry)
+    for name in ALL_UNITS:
         shutil.copy2(UNITS / name, root / "etc/systemd/system" / name)
     return root
 
 
 def test_systemd_analyze_verifies_every_unit_without_a_word(scratch_root):
-    done = subprocess.run([_tool("systemd-analyze"), "verify", f"--root={scratch_root}", *SERVICES, TIMER],
+    done = subprocess.run([_tool("systemd-analyze"), "verify", f"--root={scratch_root}", *ALL_UNITS],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout + done.stderr == "", done.stdout + done.stderr
 
@@ -89,7 +94,7 @@ def test_systemd_analyze_refuses_a_broken_unit(scratch_root, tmp_path):
     assert done.returncode != 0 and "calendar" in done.stderr, done.stderr
 
 
-@pytest.mark.parametrize("service", SERVICES)
+@pytest.mark.parametrize("service", (*SERVICES, *DAGSTER))
 def test_each_service_is_confined(scratch_root, service):
     done = subprocess.run([_tool("systemd-analyze"), "security", "--offline=yes", f"--root={scratch_root}", service],
                           capture_output=True, text=True, timeout=60)
@@ -134,9 +139,16 @@ def test_the_readmes_systemd_steps_install_these_units_and_enable_them():
     block = re.compile(r"```sh\n(.*?)```", re.DOTALL).search(text, at).group(1)
     installed = set(re.findall(r"deploy/systemd/(\S+)", block))
     assert installed == {p.name for p in UNITS.iterdir()}, installed
-    (enabled,) = re.findall(r"systemctl enable --now (.+)", block)
+    (enabled,) = re.findall(r"^systemctl enable --now (.+)", block, re.M)
     assert set(enabled.split()) == {"scanwatch-exporter.service", TIMER}
     assert "systemctl daemon-reload" in block and "systemd-analyze verify" in block
+    # Dagster's way, the alternative: its three units, the workspace file they read, its instance file.
+    (dagster,) = re.findall(r"^# *systemctl enable --now (.+)", block, re.M)
+    assert set(dagster.split()) == set(DAGSTER) | {"scanwatch-exporter.service"}
+    workspace = set(re.findall(r"-w (\S+)", " ".join(_get(_unit(u), "Service", "ExecStart")[0] for u in DAGSTER[1:])))
+    assert workspace == {"/etc/scanwatch/workspace.yaml"}
+    assert "deploy/dagster/workspace.yaml /etc/scanwatch/workspace.yaml" in block
+    assert "dagster.yaml /var/lib/scanwatch/dagster/dagster.yaml" in block
 
 
 def _command(service: str) -> list[str]:
@@ -152,38 +164,72 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_the_units_commands_sync_and_then_serve_what_the_sync_wrote(sim, tmp_path):
-    """Each ExecStart with its unit's environment; the state directory is a scratch folder here."""
+def test_the_exporter_units_command_serves_with_the_units_environment_alone(tmp_path):
+    """The exporter's ExecStart with its unit's environment (no scanwatch.env: no API key, no service address)
+    serves where the README's scrape job looks; the state directory is a scratch folder here, and the port a
+    free one. What the sync unit writes there is the default snapshot beside the same SCANWATCH_DB (above)."""
     state = tmp_path / "var-lib-scanwatch"
     state.mkdir()
-
-    def env_of(service: str, **extra: str) -> dict[str, str]:
-        own = {k: v.replace("/var/lib/scanwatch", str(state)) for k, v in _environment(_unit(service)).items()}
-        return child_env(sim, **{**own, **extra})
-
-    synced = subprocess.run(_command("scanwatch-sync.service"), env=env_of("scanwatch-sync.service"), cwd=state,
-                            capture_output=True, text=True, timeout=300)
-    assert synced.returncode == 0, (synced.stdout + synced.stderr)[-3000:]
-
     port = _free_port()
-    env = env_of("scanwatch-exporter.service", SCANWATCH_EXPORTER_PORT=str(port))
-    for key in ("SCANWATCH_API_KEY", "SCANWATCH_BASE_URL"):  # the exporter's unit reads no scanwatch.env
-        env.pop(key)
-    proc = subprocess.Popen(_command("scanwatch-exporter.service"), env=env, cwd=state, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SCANWATCH_", "DAGSTER_"))}
+    own = {k: v.replace("/var/lib/scanwatch", str(state)) for k, v in
+           _environment(_unit("scanwatch-exporter.service")).items()}
+    proc = subprocess.Popen(_command("scanwatch-exporter.service"), cwd=state, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**base, **own, "SCANWATCH_EXPORTER_PORT": str(port)})
     try:
         deadline = time.monotonic() + 60
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as http:
             while True:
                 try:
-                    text = http.get("/metrics").text
-                    if "secscan_project_score{" in text:
+                    if http.get("/-/healthy").status_code == 200:
                         break
                 except httpx.TransportError:
                     pass
-                assert proc.poll() is None and time.monotonic() < deadline, "the exporter never served the sync"
+                assert proc.poll() is None and time.monotonic() < deadline, "the exporter never served"
                 time.sleep(0.2)
+            assert "secscan_snapshot_readable 0.0" in http.get("/metrics").text  # no sync yet: it says so
     finally:
         proc.terminate()
         proc.wait(timeout=20)
     assert proc.returncode in (0, -15)  # systemd's stop (SIGTERM) ends it
+
+
+def test_the_dagster_units_find_the_code_location_the_code_unit_serves(tmp_path):
+    """The code unit's command and environment start the gRPC server; the daemon's environment and workspace
+    file (deploy/dagster/workspace.yaml, installed as /etc/scanwatch/workspace.yaml) load it. The port is
+    moved to a free one on both sides, as an operator would change it."""
+    port = str(_free_port())
+    code = _unit("scanwatch-code.service")
+    (line,) = _get(code, "Service", "ExecStart")
+    argv = shlex.split(line)
+    assert argv[0] == "/opt/scanwatch/bin/dagster" and argv[argv.index("-h") + 1] == "127.0.0.1"
+    argv[argv.index("-p") + 1] = port
+    home = tmp_path / "dagster"
+    home.mkdir()
+    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SCANWATCH_", "DAGSTER_"))}
+    env = {**base, **_environment(code), "DAGSTER_HOME": str(home), "SCANWATCH_DB": str(tmp_path / "h.duckdb"),
+           "SCANWATCH_BASE_URL": "http://127.0.0.1:9/v1", "SCANWATCH_API_KEY": "rst_unused"}
+    server = subprocess.Popen([str(BIN / "dagster"), *argv[1:]], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while not _listening(int(port)):
+            assert server.poll() is None and time.monotonic() < deadline, "the code location never listened"
+            time.sleep(0.2)
+        daemon_env = {**base, **_environment(_unit("scanwatch-dagster-daemon.service")), "DAGSTER_HOME": str(home),
+                      "SCANWATCH_CODE_PORT": port}
+        assert daemon_env["SCANWATCH_CODE_HOST"] == "127.0.0.1"
+        loaded = subprocess.run([str(BIN / "dagster"), "definitions", "validate", "-w",
+                                 str(ROOT / "deploy/dagster/workspace.yaml")], env=daemon_env,
+                                capture_output=True, text=True, timeout=120)
+        assert loaded.returncode == 0, (loaded.stdout + loaded.stderr)[-3000:]
+        assert "scanwatch" in loaded.stdout + loaded.stderr
+    finally:
+        server.terminate()  # what systemd's stop sends first
+        server.wait(timeout=30)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
