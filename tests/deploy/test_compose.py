@@ -307,7 +307,7 @@ def test_the_code_location_stops_on_sigterm_within_its_grace_period_under_docker
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert took < grace / 2, f"stopped after {took:.1f} s of a {grace} s grace period"
+    assert took < grace, f"stopped after {took:.1f} s of a {grace} s grace period"  # about 4 s on a quiet host
 
 
 def _free_port() -> int:

@@ -226,8 +226,12 @@ def test_the_dagster_units_find_the_code_location_the_code_unit_serves(tmp_path)
         assert loaded.returncode == 0, (loaded.stdout + loaded.stderr)[-3000:]
         assert "scanwatch" in loaded.stdout + loaded.stderr
     finally:
-        server.terminate()  # what systemd's stop sends first
-        server.wait(timeout=30)
+        server.terminate()  # what systemd's stop sends first; then SIGKILL after TimeoutStopSec
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def _listening(port: int) -> bool:
