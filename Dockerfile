@@ -3,7 +3,11 @@
 #   docker build -t scanwatch .
 #   docker run scanwatch                                   # the exporter on :9817 (the default command)
 #   docker run scanwatch scanwatch sync                    # one sync, then exit
-#   docker run scanwatch dagster api grpc -h 0.0.0.0 -p 3030 -m pipelines.definitions   # the code location
+#   docker run --init scanwatch dagster api grpc -h 0.0.0.0 -p 3030 -m pipelines.definitions   # the code location
+#
+# The code location wants an init in front (`--init`, compose's `init: true`, with TINI_KILL_PROCESS_GROUP=1):
+# its runs are child processes, and without one they die by SIGKILL when the server stops
+# (docs/operations.md, "Stopping").
 #
 # The wheel is built in a first stage and installed with constraints.txt, the versions the suite runs
 # (tests/deploy/test_image_steps.py runs these steps on a fresh virtual environment, no engine needed).

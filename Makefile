@@ -19,8 +19,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	@touch $@
 
 # What the end-to-end tests run for real, from Debian's packages: Prometheus, promtool, Alertmanager and amtool,
-# the PostgreSQL 15 server (the history's second engine, Dagster's instance) and openssl (the exporter's TLS).
-TEST_TOOLS := promtool prometheus prometheus-alertmanager amtool openssl
+# the PostgreSQL 15 server (the history's second engine, Dagster's instance), openssl (the exporter's TLS), and
+# for the deployment files: docker-compose (`config` needs no engine), tini (Docker's init) and systemd-analyze.
+TEST_TOOLS := promtool prometheus prometheus-alertmanager amtool openssl docker-compose tini systemd-analyze
 test-tools:
 	@missing=""; for t in $(TEST_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || missing="$$missing postgresql"; \
@@ -29,9 +30,9 @@ test-tools:
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  echo "test tools: installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	    prometheus prometheus-alertmanager postgresql openssl >/dev/null; \
+	    prometheus prometheus-alertmanager postgresql openssl docker-compose tini systemd >/dev/null; \
 	else \
-	  echo "test tools missing:$$missing; run 'sudo apt-get install prometheus prometheus-alertmanager postgresql openssl' (Debian/Ubuntu)"; exit 1; \
+	  echo "test tools missing:$$missing; run 'sudo apt-get install prometheus prometheus-alertmanager postgresql openssl docker-compose tini systemd' (Debian/Ubuntu)"; exit 1; \
 	fi
 
 # The demo needs Prometheus only; kept under its old name.

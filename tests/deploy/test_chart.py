@@ -63,10 +63,14 @@ def test_helm_lints_the_chart():
 DASHBOARDS = len(list((ROOT / "grafana" / "dashboards").glob("*.json")))  # one ConfigMap each
 
 
+EVERYTHING = {**ALL_ON, "podDisruptionBudget": {"enabled": True}, "networkPolicy": {"enabled": True}}
+
+
 def test_every_manifest_passes_kubernetes_schemas():
-    docs = render(ALL_ON)
+    docs = render(EVERYTHING)
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds == [*["ConfigMap"] * DASHBOARDS, "Deployment", "PrometheusRule", "Service", "ServiceMonitor"]
+    assert kinds == [*["ConfigMap"] * DASHBOARDS, "Deployment", "NetworkPolicy", "PodDisruptionBudget",
+                     "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"]
     for doc in docs:
         if (doc["apiVersion"], doc["kind"]) in CRDS:
             continue  # no schema offline for prometheus-operator's kinds: checked field by field below
@@ -80,14 +84,14 @@ def test_a_missing_secret_name_stops_the_render_with_what_to_set():
 
 def test_by_default_no_operator_kinds_and_the_dashboards_on():
     kinds = sorted(d["kind"] for d in render({"secret": {"name": "s"}}))
-    assert kinds == [*["ConfigMap"] * DASHBOARDS, "Deployment", "Service"]
+    assert kinds == [*["ConfigMap"] * DASHBOARDS, "Deployment", "Service", "ServiceAccount"]
 
 
 def test_the_exporter_probes_and_reads_the_history_from_the_secret_only():
     docs = render(ALL_ON)
     (container,) = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
     assert container["livenessProbe"]["httpGet"] == {"path": "/-/healthy", "port": "metrics"}
-    assert container["readinessProbe"]["httpGet"] == {"path": "/-/ready", "port": "metrics"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/-/healthy", "port": "metrics"}  # test_readiness.py
     assert container["command"][:2] == ["scanwatch", "exporter"]
     assert container["env"] == [{"name": "SCANWATCH_DB", "valueFrom": {"secretKeyRef": {
         "name": "scanwatch", "key": "SCANWATCH_DB"}}}]
@@ -199,3 +203,129 @@ def test_the_exporter_can_take_a_readers_url_and_a_password_kept_apart_from_the_
         {"name": "SCANWATCH_DB", "valueFrom": {"secretKeyRef": {"name": "scanwatch", "key": "SCANWATCH_READER_DB"}}},
         {"name": "PGPASSWORD", "valueFrom": {"secretKeyRef": {"name": "scanwatch", "key": "PGPASSWORD"}}}]
     kubernetes_validate.validate(one(docs, "Deployment"), K8S_VERSION, strict=True)
+
+
+# ---- values.schema.json: Helm refuses what would render a broken or injected manifest ----
+
+BAD_VALUES = {
+    "a blank secret name": ({"secret": {"name": " "}}, "/secret/name"),
+    "a secret name with capitals": ({"secret": {"name": "Scanwatch"}}, "/secret/name"),
+    "a secret key with a space": ({"secret": {"name": "s", "databaseUrlKey": "SCANWATCH DB"}},
+                                  "/secret/databaseUrlKey"),
+    "a huge replica count": ({"exporter": {"replicas": 1e12}}, "/exporter/replicas"),
+    "a fractional replica count": ({"exporter": {"replicas": 1.5}}, "/exporter/replicas"),
+    "replicas as text": ({"exporter": {"replicas": "2"}}, "/exporter/replicas"),
+    "a port out of range": ({"exporter": {"port": 70000}}, "/exporter/port"),
+    "YAML through the dashboards label": ({"dashboards": {"label": "x: y\n  evil: true\n  z"}}, "/dashboards/label"),
+    "a blank dashboards label": ({"dashboards": {"label": ""}}, "/dashboards/label"),
+    "a label value too long": ({"dashboards": {"labelValue": "v" * 64}}, "/dashboards/labelValue"),
+    "a misspelt key": ({"exporter": {"replica": 2}}, "replica"),
+    "an unknown top-level key": ({"exportr": {}}, "exportr"),
+    "a scrape interval that is no duration": ({"serviceMonitor": {"interval": "30 seconds"}},
+                                              "/serviceMonitor/interval"),
+    "a pull policy Kubernetes does not know": ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
+    "both budgets": ({"podDisruptionBudget": {"enabled": True, "minAvailable": 1, "maxUnavailable": 1}},
+                     "/podDisruptionBudget"),
+    "a readiness path the exporter does not serve": ({"exporter": {"readinessProbe": {"path": "/metrics"}}},
+                                                     "/exporter/readinessProbe/path"),
+    "more critical issues than the snapshot keeps": ({"exporter": {"criticalIssueInfo": 51}},
+                                                      "/exporter/criticalIssueInfo"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_VALUES))
+def test_bad_values_are_refused_by_the_schema_naming_the_value(case):
+    values, where = BAD_VALUES[case]
+    merged = {**values, "secret": {"name": "scanwatch", **values.get("secret", {})}}
+    with pytest.raises(helm.HelmValuesError, match="schema") as refused:
+        render(merged)
+    assert where in str(refused.value), str(refused.value)
+
+
+def test_the_values_shipped_and_the_documented_options_pass_the_schema():
+    report = helm.lint(str(CHART), values=EVERYTHING, strict=True, kube_version=K8S_VERSION)
+    assert report["errors"] == [], report
+    render({**ALL_ON, "backfill": {"enabled": False}})  # room for the backfill Job's values
+    render({**ALL_ON, "exporter": {"replicas": 3, "readinessProbe": {"path": "/-/ready"}},
+            "dashboards": {"label": "example.com/grafana-dashboard", "labelValue": "scanwatch_v1"},
+            "podDisruptionBudget": {"enabled": True, "minAvailable": "50%"}})
+
+
+# ---- security context, identity, network and disruption ----
+
+def _pod(docs: list[dict]) -> dict:
+    return one(docs, "Deployment")["spec"]["template"]["spec"]
+
+
+def test_no_uid_is_hard_coded_and_the_security_contexts_are_the_operators():
+    pod = _pod(render(ALL_ON))
+    assert pod["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert "runAsUser" not in yaml.safe_dump(pod)
+    (container,) = pod["containers"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+    docs = render({**ALL_ON, "exporter": {
+        "podSecurityContext": {"runAsNonRoot": True, "runAsUser": 1000680000, "fsGroup": 1000680000},
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "capabilities": {"drop": ["ALL"]}, "runAsGroup": 1000680000}}})
+    pod = _pod(docs)
+    assert pod["securityContext"]["runAsUser"] == 1000680000 and pod["securityContext"]["fsGroup"] == 1000680000
+    assert pod["containers"][0]["securityContext"]["runAsGroup"] == 1000680000
+    kubernetes_validate.validate(one(docs, "Deployment"), K8S_VERSION, strict=True)
+
+
+def test_the_exporter_runs_as_its_own_service_account_without_a_token():
+    docs = render(ALL_ON)
+    account = one(docs, "ServiceAccount")
+    assert account["automountServiceAccountToken"] is False
+    pod = _pod(docs)
+    assert pod["serviceAccountName"] == account["metadata"]["name"] and pod["automountServiceAccountToken"] is False
+    mine = render({**ALL_ON, "serviceAccount": {"create": False, "name": "monitoring-reader"}})
+    assert "ServiceAccount" not in {d["kind"] for d in mine} and _pod(mine)["serviceAccountName"] == "monitoring-reader"
+
+
+def test_the_network_policy_lets_in_the_scrapers_and_out_dns_and_the_database_only():
+    scrapers = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    database = [{"ipBlock": {"cidr": "10.20.0.0/16"}}]
+    docs = render({**ALL_ON, "networkPolicy": {"enabled": True, "scrapers": scrapers, "database": database,
+                                               "databasePort": 6432}})
+    policy = one(docs, "NetworkPolicy")["spec"]
+    assert policy["podSelector"]["matchLabels"].items() <= _pod_labels(docs).items()
+    assert sorted(policy["policyTypes"]) == ["Egress", "Ingress"]
+    (ingress,) = policy["ingress"]
+    assert ingress == {"ports": [{"port": "metrics", "protocol": "TCP"}], "from": scrapers}
+    dns, db = policy["egress"]
+    assert {p["port"] for p in dns["ports"]} == {53} and "to" not in dns
+    assert db == {"ports": [{"port": 6432, "protocol": "TCP"}], "to": database}
+    kubernetes_validate.validate(one(docs, "NetworkPolicy"), K8S_VERSION, strict=True)
+
+
+def _pod_labels(docs: list[dict]) -> dict:
+    return one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+
+
+def test_the_disruption_budget_selects_the_exporters_pods_and_is_opt_in():
+    assert "PodDisruptionBudget" not in {d["kind"] for d in render(ALL_ON)}
+    docs = render({**ALL_ON, "exporter": {"replicas": 2}, "podDisruptionBudget": {"enabled": True}})
+    budget = one(docs, "PodDisruptionBudget")["spec"]
+    assert budget["maxUnavailable"] == 1 and "minAvailable" not in budget
+    assert budget["selector"]["matchLabels"].items() <= _pod_labels(docs).items()
+    budget = one(render({**ALL_ON, "podDisruptionBudget": {"enabled": True, "minAvailable": "50%"}}),
+                 "PodDisruptionBudget")["spec"]
+    assert budget["minAvailable"] == "50%" and "maxUnavailable" not in budget
+
+
+def test_the_dagster_chart_is_pinned_to_the_images_dagster_and_run_pods_get_resources_and_disk():
+    text = DAGSTER_VALUES.read_text()
+    (pinned,) = set(re.findall(r"helm install \S+ dagster/dagster --version (\S+)", text))
+    (dagster,) = re.findall(r"^dagster==(\S+)$", (ROOT / "constraints.txt").read_text(), re.M)
+    assert pinned == dagster
+    assert "dagster/dagster --version" in (ROOT / "docs" / "operations.md").read_text()
+    values = yaml.safe_load(text)
+    run = values["runLauncher"]["config"]["k8sRunLauncher"]["resources"]
+    (deployment,) = values["dagster-user-deployments"]["deployments"]
+    for resources in (run, deployment["resources"]):
+        for kind in ("requests", "limits"):
+            assert {"memory", "ephemeral-storage"} <= set(resources[kind]), (kind, resources)
+    assert "runAsUser" not in text

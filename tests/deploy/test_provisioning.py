@@ -52,12 +52,17 @@ def debian_root(tmp_path: Path) -> Path:
     return root
 
 
-def _run_steps(root: Path, workdir: Path) -> subprocess.CompletedProcess:
-    script = _block("provisioning-steps", "sh")
+def _run_steps(root: Path, workdir: Path, marker: str = "provisioning-steps",
+               **env_extra: str) -> subprocess.CompletedProcess:
+    script = _block(marker, "sh")
     script = re.sub(r"(?<![\w.$-])/(etc|var/lib)/", lambda m: f'"$ROOT"/{m.group(1)}/', script)
-    env = {"PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin", "ROOT": str(root), "HOME": str(workdir)}
+    env = {"PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin", "ROOT": str(root), "HOME": str(workdir), **env_extra}
     return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=workdir, env=env, capture_output=True,
                           text=True, timeout=120)
+
+
+HISTORY_DATASOURCE = "datasources/scanwatch-history.yml"
+HISTORY_DASHBOARD = "scanwatch-history.json"
 
 
 def test_the_readme_steps_work_on_a_stock_debian_host(debian_root, tmp_path):
@@ -102,7 +107,9 @@ def test_the_readme_steps_work_on_a_stock_debian_host(debian_root, tmp_path):
     provider = yaml.safe_load((provisioning / "dashboards/scanwatch.yml").read_text())["providers"][0]
     dashboards = debian_root / provider["options"]["path"].lstrip("/")
     assert sorted(p.name for p in dashboards.glob("*.json")) == sorted(
-        p.name for p in (ROOT / "grafana/dashboards").glob("*.json"))
+        p.name for p in (ROOT / "grafana/dashboards").glob("*.json") if p.name != HISTORY_DASHBOARD)
+    # A DuckDB host: no PostgreSQL data source for Grafana to fail on, and no dashboard that would need it.
+    assert not (provisioning / HISTORY_DATASOURCE).exists()
     datasource = yaml.safe_load((provisioning / "datasources/scanwatch.yml").read_text())["datasources"][0]
     assert datasource["url"] == "http://localhost:9090" and datasource["uid"] == "scanwatch-prometheus"
 
@@ -159,3 +166,39 @@ def test_a_bad_url_or_a_file_for_a_folder_is_one_line(tmp_path):
                               capture_output=True, text=True)
         assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
         assert done.stderr.startswith("scanwatch config export: ")
+
+
+def test_the_history_dashboard_and_its_data_source_come_only_with_a_postgresql_history(debian_root, tmp_path):
+    done = _run_steps(debian_root, tmp_path, SCANWATCH_DB="postgresql://scanwatch_writer@db.internal:5432/scanwatch")
+    assert done.returncode == 0, done.stdout + done.stderr
+    provisioning = debian_root / "etc/grafana/provisioning"
+    assert (provisioning / HISTORY_DATASOURCE).read_bytes() == (ROOT / "grafana/provisioning" / HISTORY_DATASOURCE
+                                                                 ).read_bytes()
+    dashboards = debian_root / "var/lib/grafana/dashboards/scanwatch"
+    assert sorted(p.name for p in dashboards.glob("*.json")) == sorted(
+        p.name for p in (ROOT / "grafana/dashboards").glob("*.json"))
+
+
+def test_the_reload_steps_check_the_files_and_reload_the_services_that_read_them(debian_root, tmp_path):
+    assert _run_steps(debian_root, tmp_path).returncode == 0
+    config = yaml.safe_load((debian_root / "etc/prometheus/prometheus.yml").read_text())
+    additions = yaml.safe_load(_block("prometheus-additions", "yaml"))
+    config["rule_files"] = [*(config.get("rule_files") or []), *(str(debian_root) + r for r in additions["rule_files"])]
+    config["scrape_configs"] = [*config["scrape_configs"], *additions["scrape_configs"]]
+    (debian_root / "etc/prometheus/prometheus.yml").write_text(yaml.safe_dump(config))
+    # systemctl itself cannot run here (no systemd as PID 1): a stand-in on PATH records what it was asked.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "systemctl").write_text('#!/bin/sh\necho "$*" >> "$ROOT/systemctl.log"\n')
+    (fake / "systemctl").chmod(0o755)
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", re.sub(
+        r"(?<![\w.$-])/(etc|var/lib)/", lambda m: f'"$ROOT"/{m.group(1)}/', _block("reload-steps", "sh"))],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={"PATH": f"{fake}:{BIN}:/usr/local/bin:/usr/bin:/bin", "ROOT": str(debian_root)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (debian_root / "systemctl.log").read_text().splitlines() == [
+        "reload prometheus prometheus-alertmanager", "restart grafana-server"]
+    # Debian's own units for Prometheus and Alertmanager do reload (SIGHUP), so `reload` is not refused.
+    for unit in ("prometheus", "prometheus-alertmanager"):
+        text = Path(f"/lib/systemd/system/{unit}.service").read_text()
+        assert re.search(r"^ExecReload=.*-HUP", text, re.M), unit

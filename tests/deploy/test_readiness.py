@@ -1,8 +1,9 @@
 """The exporter's probes over real HTTP: /-/healthy while it serves, /-/ready only once a snapshot has loaded.
 
-The chart's readiness probe reads /-/ready, so a pod joins its Service (and a ServiceMonitor's targets) only
-when /metrics carries the workspaces' series; the liveness probe reads /-/healthy, which never depends on
-the pipeline.
+The chart's readiness probe reads /-/healthy by default: an exporter is ready when it serves /metrics, and
+the snapshot's state is in what it serves (`secscan_snapshot_readable 0` before the first sync), so a fresh
+install passes `helm install --wait` before any sync and Prometheus sees why there are no series yet.
+/-/ready stays for an operator who wants the pod out of its Service until a first part has loaded.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 
 from exporters.server import serve
 from pipelines.snapshot import build_snapshot, write_snapshot
+from tests.deploy.test_chart import ALL_ON, one, render
 from tests.exporter.history import NOW, fresh_db, load_history
 
 
@@ -77,3 +79,14 @@ def test_a_broken_first_file_is_not_ready_and_a_later_broken_file_keeps_it_ready
     assert "secscan_snapshot_readable 0.0" in _poll(client, "/metrics", 200, text="secscan_snapshot_readable 0.0").text
     assert client.get("/-/ready").status_code == 200
     assert "secscan_project_score" in client.get("/metrics").text
+
+
+def test_a_fresh_install_is_ready_before_the_first_sync_and_says_why_it_has_no_series(exporter_at, snapshot):
+    (container,) = one(render(ALL_ON), "Deployment")["spec"]["template"]["spec"]["containers"]
+    probe = container["readinessProbe"]["httpGet"]["path"]
+    _, client = exporter_at  # no snapshot part written yet: the state of a new database
+    assert client.get(probe).status_code == 200, probe
+    text = client.get("/metrics").text
+    assert "\nsecscan_snapshot_readable 0.0\n" in text and "secscan_project_score" not in text
+    # The liveness probe is the same endpoint, which never depends on the pipeline.
+    assert container["livenessProbe"]["httpGet"]["path"] == "/-/healthy"
