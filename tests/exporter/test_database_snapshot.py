@@ -24,7 +24,7 @@ import pytest
 
 from exporters.server import serve
 from exporters.snapshot_database import DatabaseStore, PolledStore
-from exporters.snapshot_format import encode_snapshot, parse_snapshot
+from exporters.snapshot_format import Limits, encode_snapshot, parse_snapshot
 from pipelines import milestones
 from pipelines.history_location import HistoryLocation
 from pipelines.snapshot import build_part, refresh_snapshot
@@ -82,7 +82,7 @@ def parts(url: str) -> dict[str, tuple[int, dict]]:
 class Exporter:
     """A real exporter (uvicorn, the library's exposition) over a PolledStore of `url`."""
 
-    def __init__(self, url: str, poll_seconds: float = POLL, **kw: float) -> None:
+    def __init__(self, url: str, poll_seconds: float = POLL, **kw: object) -> None:
         self.store = PolledStore(HistoryLocation.parse(url), poll_seconds=poll_seconds, **kw)
         self.server, _ = serve(self.store, address="127.0.0.1", port=0)
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.server.server_port}", timeout=20)
@@ -100,7 +100,7 @@ class Exporter:
 def exporter_of() -> Iterator[Callable[[str], Exporter]]:
     started: list[Exporter] = []
 
-    def start(url: str, **kw: float) -> Exporter:
+    def start(url: str, **kw: object) -> Exporter:
         started.append(Exporter(url, **kw))
         return started[-1]
 
@@ -363,7 +363,7 @@ def test_a_part_over_the_exporters_settable_cap_is_unreadable_and_never_fetched(
     sizes = {name: len(doc) for name, (_, doc) in
              ((n, (g, encode_snapshot(d))) for n, (g, d) in parts(in_history).items())}
     cap = min(sizes.values())  # the smaller part fits exactly, the larger is over
-    exporter = exporter_of(in_history, max_part_bytes=cap)
+    exporter = exporter_of(in_history, limits=Limits(part_bytes=cap))
     small, large = sorted(sizes, key=sizes.get)
     label = {"ws-1": "Acme", "ws-2": "Beta"}
     text = scraped(exporter.metrics, lambda t: readable(t, label[small]) == 1, "the part within the cap")
