@@ -168,7 +168,6 @@ class SnapshotSource:
                     refused = (f"snapshot part {where} serves workspace {str(label)[:80]!r}, which part {other!r} "
                                "already serves: it is not served")
             if refused is not None:
-                last_good, last_size = None, 0  # never serve what this part held under a label not its own
                 raise SnapshotError(refused)
         except SnapshotError as exc:
             self._fail((name, key), str(exc))

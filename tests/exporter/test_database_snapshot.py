@@ -156,7 +156,8 @@ def test_ready_only_once_a_part_loads_then_every_part_is_served(in_history: str,
 
 
 def test_the_exporter_serves_the_last_good_parts_while_the_server_is_down_and_recovers(
-        exporter_of, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture) -> None:
+        exporter_of, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        capfd: pytest.CaptureFixture) -> None:
     server = PgServer.start()  # a server of its own: this test stops it
     try:
         url = server.url(server.create_database("history"))
@@ -180,8 +181,8 @@ def test_the_exporter_serves_the_last_good_parts_while_the_server_is_down_and_re
         back = scraped(exporter.metrics, lambda t: score(t, "p1") == 80, "the new part")
         assert readable(back, "Acme") == 1 and readable(back, "Beta") == 1
         said = capfd.readouterr()
-        assert f"the PostgreSQL history at {HistoryLocation(url).masked}" in said.err, said.err
-        assert server.password not in said.err + said.out + down + back
+        assert f"the PostgreSQL history at {HistoryLocation(url).masked}" in caplog.text, caplog.text
+        assert server.password not in caplog.text + said.err + said.out + down + back
     finally:
         server.stop()
 
@@ -260,8 +261,7 @@ def test_a_sync_of_a_postgresql_history_writes_its_part_there_and_no_folder(
 
 
 def test_a_part_over_the_size_cap_is_unreadable_and_the_others_are_served(
-        in_history: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture) -> None:
-    from exporters import snapshot_format
+        in_history: str, caplog: pytest.LogCaptureFixture) -> None:
     from exporters.source import SnapshotSource
 
     with connect(in_history) as conn:
@@ -269,15 +269,14 @@ def test_a_part_over_the_size_cap_is_unreadable_and_the_others_are_served(
     with psycopg.connect(in_history, autocommit=True) as raw:
         sizes = dict(raw.execute("SELECT name, octet_length(document) FROM snapshot_parts").fetchall())
     small, large = sorted(sizes, key=sizes.get)
-    cap = sizes[small]  # Beta's part fits exactly; Acme's is over
-    monkeypatch.setattr(snapshot_format, "MAX_SNAPSHOT_BYTES", cap)
-    store = PolledStore(HistoryLocation.parse(in_history), poll_seconds=60)
+    cap = sizes[small]  # Beta's part fits exactly; Acme's is over (--max-part-bytes)
+    store = PolledStore(HistoryLocation.parse(in_history), poll_seconds=60, limits=Limits(part_bytes=cap))
     try:
         state = SnapshotSource(store).get()
     finally:
         store.close()
     assert state.listed and state.parts[small].readable and not state.parts[large].readable
-    assert f"over the {cap:,}-byte cap" in capfd.readouterr().err
+    assert f"over the exporter's {cap:,}-byte cap" in caplog.text
 
 
 def test_a_failed_sync_of_a_postgresql_history_still_shows_its_failure_there(
@@ -354,21 +353,6 @@ def test_an_exporter_started_over_a_deep_part_is_ready_and_serves_the_others(
     answer = exporter.http.get("/metrics")
     assert answer.status_code == 200 and readable(answer.text, "Acme") == 1 and readable(answer.text, "ws-2") == 0
     assert exporter.http.get("/-/healthy").status_code == 200
-
-
-def test_a_part_over_the_exporters_settable_cap_is_unreadable_and_never_fetched(
-        in_history: str, exporter_of, caplog: pytest.LogCaptureFixture) -> None:
-    with connect(in_history) as conn:
-        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
-    sizes = {name: len(doc) for name, (_, doc) in
-             ((n, (g, encode_snapshot(d))) for n, (g, d) in parts(in_history).items())}
-    cap = min(sizes.values())  # the smaller part fits exactly, the larger is over
-    exporter = exporter_of(in_history, limits=Limits(part_bytes=cap))
-    small, large = sorted(sizes, key=sizes.get)
-    label = {"ws-1": "Acme", "ws-2": "Beta"}
-    text = scraped(exporter.metrics, lambda t: readable(t, label[small]) == 1, "the part within the cap")
-    assert readable(text, large) == 0
-    assert _said(caplog, f"over the exporter's {cap:,}-byte cap"), caplog.text
 
 
 def test_a_part_claiming_another_workspaces_label_is_unreadable_and_makes_no_duplicate_series(
