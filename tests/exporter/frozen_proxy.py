@@ -11,15 +11,18 @@ import contextlib
 import selectors
 import socket
 import threading
+import time
 from urllib.parse import urlsplit, urlunsplit
 
 
 class FrozenProxy:
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, freeze_on: bytes | None = None) -> None:
         self.target = (host, port)
+        self.freeze_on = freeze_on  # freeze when a client sends this, before it reaches the server
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.listener.getsockname()[1]
         self.connections = 0
+        self.froze_at: float | None = None
         self._frozen = threading.Event()
         self._thawed = threading.Event()
         self._thawed.set()
@@ -30,10 +33,10 @@ class FrozenProxy:
         self._accepting.start()
 
     @classmethod
-    def before(cls, url: str) -> tuple[FrozenProxy, str]:
+    def before(cls, url: str, freeze_on: bytes | None = None) -> tuple[FrozenProxy, str]:
         """A proxy to the server of a `postgresql://` URL, and the same URL through the proxy."""
         parts = urlsplit(url)
-        proxy = cls(parts.hostname or "127.0.0.1", parts.port or 5432)
+        proxy = cls(parts.hostname or "127.0.0.1", parts.port or 5432, freeze_on)
         userinfo = parts.netloc.rpartition("@")[0]
         netloc = f"{userinfo}@127.0.0.1:{proxy.port}" if userinfo else f"127.0.0.1:{proxy.port}"
         return proxy, urlunsplit(parts._replace(netloc=netloc))
@@ -69,7 +72,7 @@ class FrozenProxy:
 
     def _pump(self, a: socket.socket, b: socket.socket) -> None:
         sel = selectors.DefaultSelector()
-        sel.register(a, selectors.EVENT_READ, b)
+        sel.register(a, selectors.EVENT_READ, b)  # the client's side
         sel.register(b, selectors.EVENT_READ, a)
         try:
             while not self._stop.is_set():
@@ -82,6 +85,11 @@ class FrozenProxy:
                     data = key.fileobj.recv(65536)
                     if not data:
                         return
+                    if key.fileobj is a and self.freeze_on is not None and self.freeze_on in data:
+                        self.freeze_on = None
+                        self.froze_at = time.monotonic()
+                        self.freeze()
+                        self._thawed.wait()  # the statement is held here, acknowledged and never answered
                     key.data.sendall(data)
         except OSError:
             return

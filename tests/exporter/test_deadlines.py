@@ -1,0 +1,47 @@
+"""Every database connection has a deadline: a sync whose PostgreSQL history goes silent mid-statement (a peer
+frozen in place: its kernel still ACKs, so neither TCP keepalives nor a server-side timeout end the wait) ends
+within SCANWATCH_SYNC_DEADLINE_SECONDS, with one line. Real parts: the simulator over HTTP, a real PostgreSQL
+server behind a proxy that stops forwarding (tests/exporter/frozen_proxy.py), the `scanwatch sync` command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from simulator.testing import SimConfig, serve_simulator
+from tests.exporter.frozen_proxy import FrozenProxy
+
+ROOT = Path(__file__).resolve().parents[2]
+DEADLINE = 20.0
+
+
+def test_a_sync_whose_history_goes_silent_ends_within_its_deadline_with_one_line(
+        pg_database: str, tmp_path: Path) -> None:
+    with serve_simulator(SimConfig(seed=5, scale="small", clock="driven", control=True, rate_limit=100000)) as sim:
+        # Held at the first step's record of its run: a statement sent on an open connection, never answered.
+        proxy, through = FrozenProxy.before(pg_database, freeze_on=b"INSERT INTO sync_runs")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SCANWATCH_", "DAGSTER_", "PG"))}
+        env.update({"SCANWATCH_BASE_URL": sim.base_url, "SCANWATCH_API_KEY": sim.api_key, "SCANWATCH_DB": through,
+                    "SCANWATCH_SYNC_DEADLINE_SECONDS": str(DEADLINE), "PYTHONPATH": str(ROOT)})
+        try:
+            started = time.monotonic()
+            proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], cwd=tmp_path,
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                out, err = proc.communicate(timeout=DEADLINE + 60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+                raise AssertionError(f"the sync was still running {DEADLINE + 60:.0f} s after it started: {err[-2000:]}")
+            took = time.monotonic() - started
+        finally:
+            proxy.close()
+    assert proxy.froze_at is not None, "the history never went silent: the sync did not reach its first record"
+    assert proc.returncode == 1, (proc.returncode, out, err)
+    assert took < DEADLINE + 15, f"the sync ended {took:.0f} s after it started, deadline {DEADLINE:.0f} s"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "SCANWATCH_SYNC_DEADLINE_SECONDS" in lines[0] and "did not answer" in lines[0], err
+    assert "postgres:***@" in lines[0] and pg_database.split("@")[0].split(":")[-1] not in err
