@@ -28,8 +28,8 @@ TABLES: tuple[str, ...] = (
 # severities, never by issues): what the pipeline refuses to write, the format's own bound.
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 # What the exporter decodes, lower: a part costs the exporter about 30 times its size in memory once decoded,
-# built into families and encoded in two formats (benchmarks/part_memory.py: 4 MiB -> 146 MiB peak RSS,
-# 16 MiB -> 517 MiB), so with a part re-rendered beside the rest the defaults stay inside the chart's 512Mi.
+# built into families and encoded in two formats (benchmarks/part_memory.py: 3.6 MiB -> 137 MiB peak RSS,
+# 14.5 MiB -> 474 MiB), so with a part re-rendered beside the rest the defaults stay inside the chart's 512Mi.
 # Both are settable (`scanwatch exporter --max-part-bytes/--max-total-bytes`, docs/exporter.md).
 EXPORTER_PART_BYTES = 4 * 1024 * 1024
 EXPORTER_TOTAL_BYTES = 8 * 1024 * 1024

@@ -35,7 +35,8 @@ def test_a_sync_whose_history_goes_silent_ends_within_its_deadline_with_one_line
             except subprocess.TimeoutExpired:
                 proc.kill()
                 out, err = proc.communicate()
-                raise AssertionError(f"the sync was still running {DEADLINE + 60:.0f} s after it started: {err[-2000:]}")
+                raise AssertionError(f"the sync was still running {DEADLINE + 60:.0f} s after it started: "
+                                     f"{err[-2000:]}") from None
             took = time.monotonic() - started
         finally:
             proxy.close()
