@@ -15,7 +15,7 @@ from simulator.testing import SimConfig, serve_simulator
 from tests.exporter.frozen_proxy import FrozenProxy
 
 ROOT = Path(__file__).resolve().parents[2]
-DEADLINE = 20.0
+DEADLINE = 15.0
 
 
 def test_a_sync_whose_history_goes_silent_ends_within_its_deadline_with_one_line(
