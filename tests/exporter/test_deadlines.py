@@ -46,3 +46,38 @@ def test_a_sync_whose_history_goes_silent_ends_within_its_deadline_with_one_line
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "SCANWATCH_SYNC_DEADLINE_SECONDS" in lines[0] and "did not answer" in lines[0], err
     assert "postgres:***@" in lines[0] and pg_database.split("@")[0].split(":")[-1] not in err
+
+
+def test_every_connection_has_its_deadlines(pg_database: str) -> None:
+    """The writer's and the exporter's sessions, as the server and libpq hold them: connect timeout, keepalives,
+    tcp_user_timeout, and the statement and lock timeouts of each session."""
+    from exporters.snapshot_database import connect_reader
+    from pipelines.history_location import HistoryLocation
+    from pipelines.storage import connect
+
+    def held(raw) -> dict[str, str]:
+        params = raw.info.get_parameters()
+        shown = {name: raw.execute(f"SHOW {name}").fetchone()[0]
+                 for name in ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
+                              "default_transaction_read_only")}
+        return {**{k: params.get(k, "") for k in ("connect_timeout", "keepalives", "keepalives_idle",
+                                                   "keepalives_interval", "keepalives_count", "tcp_user_timeout")},
+                **shown}
+
+    with connect(pg_database) as writer:
+        assert held(writer.raw) == {
+            "connect_timeout": "10", "keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "3",
+            "keepalives_count": "3", "tcp_user_timeout": "30000", "statement_timeout": "1h", "lock_timeout": "1h",
+            "idle_in_transaction_session_timeout": "10min", "default_transaction_read_only": "off"}
+    exporter = connect_reader(HistoryLocation.parse(pg_database))
+    try:
+        assert held(exporter) == {
+            "connect_timeout": "3", "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2",
+            "keepalives_count": "3", "tcp_user_timeout": "10000", "statement_timeout": "2s", "lock_timeout": "1s",
+            "idle_in_transaction_session_timeout": "0", "default_transaction_read_only": "on"}
+    finally:
+        exporter.close()
+    # What the URL says itself wins.
+    with connect(f"{pg_database}?keepalives_idle=42&connect_timeout=7") as writer:
+        params = writer.raw.info.get_parameters()
+        assert (params["keepalives_idle"], params["connect_timeout"]) == ("42", "7")
