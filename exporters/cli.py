@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.settings import ConfigError, Settings
 
     # One line per event on standard error, as the exporter's own lines always were.
-    logging.basicConfig(level=logging.INFO, format="scanwatch exporter: %(message)s", stream=sys.stderr)
+    logging.basicConfig(level=logging.WARNING, format="scanwatch exporter: %(message)s", stream=sys.stderr)
     limits = Limits(args.max_part_bytes, args.max_total_bytes)
     settings = Settings.load()
     snapshot: Path | SnapshotStore = args.snapshot or settings.paths.snapshot

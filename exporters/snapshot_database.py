@@ -278,15 +278,26 @@ class PolledStore:
             keys = self._store.keys()
             with self._lock:
                 held = dict(self._parts)
-            moved = [name for name, key in keys.items() if name not in held or held[name][0] != key]
-            fetched = self._store.read_many(moved) if moved else {}
+            moved = [name for name, key in keys.items()
+                     if name not in held or held[name][0] != key or held[name][1] is None]
+            # Only what fits is fetched: each part within the part cap, all of them within the total, the parts
+            # held unchanged counted first (the source refuses the rest in its turn, with its line).
+            used = sum(len(data) for name, (_key, data) in held.items()
+                       if data is not None and name in keys and name not in moved)
+            fetch = []
+            for name in sorted(moved):
+                size = keys[name][1]
+                if size <= self.limits.part_bytes and used + size <= self.limits.total_bytes:
+                    fetch.append(name)
+                    used += size
+            fetched = self._store.read_many(fetch) if fetch else {}
             parts = {}
             for name, key in keys.items():
                 if name not in moved:
                     parts[name] = held[name]
                 elif name in fetched:
                     parts[name] = fetched[name]
-                elif key[1] > self.limits.part_bytes:  # listed, too large to fetch: said when read
+                elif name not in fetch:  # listed, too large to fetch now: said when read
                     parts[name] = (key, None)
                 # else removed between the two statements: gone from this look
             with self._lock:
@@ -330,6 +341,11 @@ class PolledStore:
         if key == known:
             return key, None
         if data is None:
+            if key[1] <= self.limits.part_bytes:
+                raise fmt.SnapshotError(f"snapshot part {self.location(name)} is {key[1]:,} bytes and does not fit "
+                                        f"in the exporter's {self.limits.total_bytes:,}-byte total with the other "
+                                        "parts (--max-total-bytes, SCANWATCH_EXPORTER_MAX_TOTAL_BYTES): it is not "
+                                        "served")
             return _fetched({}, name, key, self.location(name), self.limits.part_bytes)
         return key, data
 

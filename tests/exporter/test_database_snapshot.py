@@ -279,6 +279,32 @@ def test_a_part_over_the_size_cap_is_unreadable_and_the_others_are_served(
     assert f"over the exporter's {cap:,}-byte cap" in caplog.text
 
 
+def test_parts_past_the_exporters_total_cap_are_unreadable_and_served_once_there_is_room(
+        in_history: str, caplog: pytest.LogCaptureFixture) -> None:
+    from exporters.source import SnapshotSource
+
+    with connect(in_history) as conn:
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    with psycopg.connect(in_history, autocommit=True) as raw:
+        sizes = dict(raw.execute("SELECT name, octet_length(document) FROM snapshot_parts").fetchall())
+    total = max(sizes.values())  # room for one part, not both (--max-total-bytes)
+    store = PolledStore(HistoryLocation.parse(in_history), poll_seconds=60, limits=Limits(total, total))
+    try:
+        source = SnapshotSource(store)
+        state = source.get()
+        assert state.listed and sorted(p.readable for p in state.parts.values()) == [False, True], state.parts
+        refused = next(n for n, p in state.parts.items() if not p.readable)
+        assert f"{total:,}-byte total" in caplog.text and repr(refused) in caplog.text
+        kept = next(n for n in sizes if n != refused)
+        with psycopg.connect(in_history, autocommit=True) as raw:
+            raw.execute("DELETE FROM snapshot_parts WHERE name = %s", (kept,))
+        store.look()
+        state = source.get()
+        assert list(state.parts) == [refused] and state.parts[refused].readable
+    finally:
+        store.close()
+
+
 def test_a_failed_sync_of_a_postgresql_history_still_shows_its_failure_there(
         pg_database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pipelines.materialize import materialize_all
