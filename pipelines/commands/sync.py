@@ -142,6 +142,9 @@ def _run(args: argparse.Namespace, settings, cut) -> int:
         try:
             connect(settings.history).close()
         except HistoryUnavailableError as exc:
+            if cut is not None and cut.expired:
+                print(f"scanwatch sync: {printable(cut.reason)}", file=sys.stderr)
+                return 1
             print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
             return 2
 

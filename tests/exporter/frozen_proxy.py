@@ -16,13 +16,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 
 class FrozenProxy:
-    def __init__(self, host: str, port: int, freeze_on: bytes | None = None) -> None:
+    def __init__(self, host: str, port: int, freeze_on: bytes | None = None, nth: int = 1) -> None:
         self.target = (host, port)
-        self.freeze_on = freeze_on  # freeze when a client sends this, before it reaches the server
+        self.freeze_on = freeze_on  # freeze when a client sends this the nth time, before it reaches the server
+        self._left = nth
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.listener.getsockname()[1]
         self.connections = 0
         self.froze_at: float | None = None
+        self._counting = threading.Lock()
         self._frozen = threading.Event()
         self._thawed = threading.Event()
         self._thawed.set()
@@ -33,10 +35,10 @@ class FrozenProxy:
         self._accepting.start()
 
     @classmethod
-    def before(cls, url: str, freeze_on: bytes | None = None) -> tuple[FrozenProxy, str]:
+    def before(cls, url: str, freeze_on: bytes | None = None, nth: int = 1) -> tuple[FrozenProxy, str]:
         """A proxy to the server of a `postgresql://` URL, and the same URL through the proxy."""
         parts = urlsplit(url)
-        proxy = cls(parts.hostname or "127.0.0.1", parts.port or 5432, freeze_on)
+        proxy = cls(parts.hostname or "127.0.0.1", parts.port or 5432, freeze_on, nth)
         userinfo = parts.netloc.rpartition("@")[0]
         netloc = f"{userinfo}@127.0.0.1:{proxy.port}" if userinfo else f"127.0.0.1:{proxy.port}"
         return proxy, urlunsplit(parts._replace(netloc=netloc))
@@ -85,7 +87,8 @@ class FrozenProxy:
                     data = key.fileobj.recv(65536)
                     if not data:
                         return
-                    if key.fileobj is a and self.freeze_on is not None and self.freeze_on in data:
+                    if key.fileobj is a and self.freeze_on is not None and self.freeze_on in data and \
+                            self._count() == 0:
                         self.freeze_on = None
                         self.froze_at = time.monotonic()
                         self.freeze()
@@ -98,6 +101,11 @@ class FrozenProxy:
             for s in (a, b):
                 with contextlib.suppress(OSError):
                     s.close()
+
+    def _count(self) -> int:
+        with self._counting:
+            self._left -= 1
+            return self._left
 
     def close(self) -> None:
         self._stop.set()

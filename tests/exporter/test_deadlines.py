@@ -15,14 +15,15 @@ from simulator.testing import SimConfig, serve_simulator
 from tests.exporter.frozen_proxy import FrozenProxy
 
 ROOT = Path(__file__).resolve().parents[2]
-DEADLINE = 15.0
+DEADLINE = 25.0
 
 
 def test_a_sync_whose_history_goes_silent_ends_within_its_deadline_with_one_line(
         pg_database: str, tmp_path: Path) -> None:
     with serve_simulator(SimConfig(seed=5, scale="small", clock="driven", control=True, rate_limit=100000)) as sim:
-        # Held at the first step's record of its run: a statement sent on an open connection, never answered.
-        proxy, through = FrozenProxy.before(pg_database, freeze_on=b"INSERT INTO sync_runs")
+        # Held at the first statement of the first step's connection (the first connection is the command's own
+        # check of the server): a statement sent on an open connection, acknowledged and never answered.
+        proxy, through = FrozenProxy.before(pg_database, freeze_on=b"SET TimeZone", nth=2)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SCANWATCH_", "DAGSTER_", "PG"))}
         env.update({"SCANWATCH_BASE_URL": sim.base_url, "SCANWATCH_API_KEY": sim.api_key, "SCANWATCH_DB": through,
                     "SCANWATCH_SYNC_DEADLINE_SECONDS": str(DEADLINE), "PYTHONPATH": str(ROOT)})
@@ -40,7 +41,7 @@ def test_a_sync_whose_history_goes_silent_ends_within_its_deadline_with_one_line
             took = time.monotonic() - started
         finally:
             proxy.close()
-    assert proxy.froze_at is not None, "the history never went silent: the sync did not reach its first record"
+    assert proxy.froze_at is not None, "the history never went silent: the sync did not reach its first step"
     assert proc.returncode == 1, (proc.returncode, out, err)
     assert took < DEADLINE + 15, f"the sync ended {took:.0f} s after it started, deadline {DEADLINE:.0f} s"
     lines = err.strip().splitlines()
