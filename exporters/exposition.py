@@ -105,11 +105,14 @@ class Exposition:
     def watch(self, every: float = WATCH_SECONDS) -> None:
         """Build each new state of the store as soon as it is seen, not when a scrape first asks."""
         def loop() -> None:
+            said = None
             while not self._stop.wait(every):
                 try:
                     self._current()
-                except Exception:
-                    log.exception("the exporter's watch for new snapshot parts failed; trying again")
+                except Exception as exc:  # said once per distinct failure, tried again every time
+                    if repr(exc) != said:
+                        said = repr(exc)
+                        log.exception("the exporter's watch for new snapshot parts failed; trying again")
 
         self._watch = threading.Thread(target=loop, name="scanwatch-snapshot-watch", daemon=True)
         self._watch.start()
