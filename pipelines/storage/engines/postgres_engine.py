@@ -89,6 +89,8 @@ def lost_server(conn: Connection) -> Iterator[None]:
         yield
     except psycopg.OperationalError as exc:
         raw = conn.raw
+        if (cut := deadline.expired()) is not None:  # this side ended the wait: the deadline is the cause
+            raise HistoryUnavailableError(cut) from None
         if raw.closed or raw.broken or isinstance(exc, (errors.AdminShutdown, errors.CrashShutdown,
                                                              errors.CannotConnectNow)):
             raise HistoryUnavailableError(
