@@ -220,7 +220,7 @@ def run(quick: bool = False, workspaces: int = 1, store: str = "files") -> dict:
     """Run the benchmark; `quick` scrapes fewer times (same world size); `workspaces` copies the large
     world's history that many times under distinct workspaces; `store` is where the exporter reads the parts
     (`files`, or `postgres`: the history's snapshot_parts). Returns the figures as a dict."""
-    from exporters.snapshot_format import encode_snapshot
+    from exporters.snapshot_format import EXPORTER_TOTAL_BYTES, encode_snapshot
     from pipelines.snapshot import build_parts
 
     scrapes = 100 if quick else 300
@@ -260,7 +260,10 @@ def run(quick: bool = False, workspaces: int = 1, store: str = "files") -> dict:
         env = {k: v for k, v in os.environ.items() if k not in ("SCANWATCH_SNAPSHOT", "SCANWATCH_DB")}
         env.update({"SCANWATCH_DB": url} if store == "postgres" else {"SCANWATCH_SNAPSHOT": where})
         proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "exporter", "--listen-address", "127.0.0.1",
-                                 "--port", str(port), "--critical-issue-info", "50"], env=env, cwd=ROOT,
+                                 "--port", str(port), "--critical-issue-info", "50",
+                                 # many workspaces' parts may exceed the default total: every one is served here
+                                 "--max-total-bytes", str(max(EXPORTER_TOTAL_BYTES, 2 * snapshot_bytes))],
+                                env=env, cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             _, series = first_answer(port, proc, timeout=30)

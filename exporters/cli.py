@@ -29,6 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "SCANWATCH_DB's own snapshot_parts table, or the folder beside a DuckDB SCANWATCH_DB)")
     parser.add_argument("--tls-cert", default=None, help="PEM certificate: serve /metrics over HTTPS")
     parser.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
+    parser.add_argument("--max-part-bytes", type=int, default=settings.exporter_max_part_bytes, metavar="BYTES",
+                        help="refuse (serve as unreadable) a workspace's snapshot part over this size (default "
+                             f"{settings.exporter_max_part_bytes:,}: SCANWATCH_EXPORTER_MAX_PART_BYTES)")
+    parser.add_argument("--max-total-bytes", type=int, default=settings.exporter_max_total_bytes, metavar="BYTES",
+                        help="refuse a part that would take all parts served together over this size (default "
+                             f"{settings.exporter_max_total_bytes:,}: SCANWATCH_EXPORTER_MAX_TOTAL_BYTES)")
     parser.add_argument("--critical-issue-info", type=int, default=settings.exporter_critical_info, metavar="N",
                         help="opt in to secscan_critical_issue_info for up to N open critical issues (default 0: off)")
 
@@ -44,8 +50,18 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         print("scanwatch exporter: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
+    if args.max_part_bytes < 1 or args.max_total_bytes < args.max_part_bytes:
+        print("scanwatch exporter: --max-part-bytes must be at least 1 and --max-total-bytes at least as large",
+              file=sys.stderr)
+        return 2
+    import logging
+
+    from exporters.snapshot_format import Limits
     from pipelines.settings import ConfigError, Settings
 
+    # One line per event on standard error, as the exporter's own lines always were.
+    logging.basicConfig(level=logging.WARNING, format="scanwatch exporter: %(message)s", stream=sys.stderr)
+    limits = Limits(args.max_part_bytes, args.max_total_bytes)
     settings = Settings.load()
     snapshot: Path | SnapshotStore = args.snapshot or settings.paths.snapshot
     shown = str(snapshot)
@@ -57,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         from exporters.snapshot_database import PolledStore
 
-        snapshot = PolledStore(history)  # read-only, its own connection; the password stays with libpq
+        snapshot = PolledStore(history, limits=limits)  # read-only, its own connection; the password stays with libpq
         shown = f"{history.masked} (snapshot_parts)"
     from exporters.server import serve
 
@@ -67,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         server, _thread = serve(snapshot, address=args.listen_address, port=args.port, certfile=args.tls_cert,
-                                keyfile=args.tls_key, critical_info_limit=max(0, args.critical_issue_info))
+                                keyfile=args.tls_key, critical_info_limit=max(0, args.critical_issue_info),
+                                limits=limits)
     except OSError as exc:  # ssl.SSLError is one too: a certificate or key that does not load
         reason = exc.strerror or str(exc)
         print(f"scanwatch exporter: cannot listen on {args.listen_address}:{args.port}: {reason}", file=sys.stderr)

@@ -10,6 +10,7 @@ families.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -21,6 +22,8 @@ from exporters.catalogue import BY_NAME
 from exporters.families import Families, fill, num
 from exporters.snapshot_store import WHOLE
 from exporters.source import SnapshotSource
+
+log = logging.getLogger("scanwatch.exporter")
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class SecscanCollector:
         self.clock = clock
         self._good: dict[str, tuple[dict, Families]] = {}  # per part: last document that built, and its families
         self._bad: dict[str, dict] = {}
+        self._said: dict[tuple[str, str], dict] = {}  # the last document whose failure to build was logged
         self._build_errors = 0
         self._lock = threading.Lock()  # concurrent scrapes share the bookkeeping above
 
@@ -112,7 +116,7 @@ class SecscanCollector:
                 if good is not None and good[0] is doc:
                     families = good[1]
                 else:
-                    families = self._build(doc, "part")
+                    families = self._build(doc, "part", name)
                     with self._lock:
                         if families is None:
                             healthy = False
@@ -130,7 +134,7 @@ class SecscanCollector:
             errors = state.load_errors + self._build_errors
         served = [p.doc for p in parts.values() if p.doc is not None]
         newest = max(served, key=lambda d: num(d.get("generated_at_seconds")) or 0, default=None)
-        shared = self._build(newest, "shared") if newest is not None else None
+        shared = self._build(newest, "shared", "") if newest is not None else None
         return SnapshotView(key, state.listed, errors, parts, shared)
 
     def health(self, view: SnapshotView) -> list[Metric]:
@@ -154,10 +158,19 @@ class SecscanCollector:
         head.counter(errors.name, errors.help, [], [], view.errors)
         return list(head.items.values())
 
-    def _build(self, doc: dict, scope: str) -> Families | None:
+    def _build(self, doc: dict, scope: str, name: str) -> Families | None:
+        """The document's families, or None when they cannot be built, whatever the reason (the part is then
+        unreadable): one line the first time a document fails."""
         f = Families()
         try:
             fill(f, doc, self.critical_info_limit, scope=scope)
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except Exception as exc:  # a part that parses but does not build must not stop the scrape
+            with self._lock:
+                said = self._said.get((scope, name)) is doc
+                self._said[(scope, name)] = doc
+            if not said:
+                log.warning("snapshot part %r (workspace %r) parses but its series cannot be built (%s: %s): "
+                            "it is not served", name, str(doc.get("workspace"))[:80], type(exc).__name__,
+                            str(exc)[:200])
             return None
         return f

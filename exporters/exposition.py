@@ -10,13 +10,19 @@ any order; OpenMetrics' `# EOF` trailer is taken off the cached part so the live
 keeps the compressor's state after the cached part and finishes a copy of it per scrape: one gzip member,
 compressed once.
 
-A scrape never waits for a new snapshot: the one that notices the file changed starts building it in
-the background (with every format served so far) and serves the previous one, which the next scrape
-replaces. Filtered scrapes (`name[]`) go to the library unchanged.
+A scrape never waits for a new snapshot: a watch thread looks at the store's identity every WATCH_SECONDS
+(a listing of the folder, or the generations the database poll last saw: no read) and, when it moved,
+builds the new state in the background with every format served so far, so that the first scrape after a
+part is written serves it once it is built; a scrape that comes sooner (and notices the change itself)
+serves the previous one. Filtered scrapes (`name[]`) go to the library unchanged.
+
+Nothing that fails here is silent: a build that raises is logged once per store state (and tried again on
+the next change), and `problem()` tells the probes when the watch or the store's own poll has stopped.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import zlib
 from collections.abc import Callable, Iterable
@@ -32,6 +38,9 @@ from exporters.families import Families
 
 Encoder = Callable[[object], bytes]
 MAX_FORMATS = 8  # cached encodings per snapshot; Accept headers can name many versions
+WATCH_SECONDS = 1.0  # how often the watch looks for a changed part (a listing, no read)
+
+log = logging.getLogger("scanwatch.exporter")
 
 
 class _Fixed:
@@ -89,6 +98,34 @@ class Exposition:
         self._refreshing = False
         self._lock = threading.Lock()
         self._encoded: dict[tuple[str, str], tuple[Families, Blocks]] = {}  # (part, format): its encoding
+        self._watch: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._failed: object = None  # the store state whose build last raised (said once)
+
+    def watch(self, every: float = WATCH_SECONDS) -> None:
+        """Build each new state of the store as soon as it is seen, not when a scrape first asks."""
+        def loop() -> None:
+            said = None
+            while not self._stop.wait(every):
+                try:
+                    self._current()
+                except Exception as exc:  # said once per distinct failure, tried again every time
+                    if repr(exc) != said:
+                        said = repr(exc)
+                        log.exception("the exporter's watch for new snapshot parts failed; trying again")
+
+        self._watch = threading.Thread(target=loop, name="scanwatch-snapshot-watch", daemon=True)
+        self._watch.start()
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def problem(self) -> str | None:
+        """Why the exporter cannot say the truth about its parts now, or None (for /-/healthy and /-/ready)."""
+        if self._watch is not None and not self._watch.is_alive() and not self._stop.is_set():
+            return "the exporter's watch for new snapshot parts has stopped"
+        store_problem = getattr(self.collector.source.store, "problem", None)
+        return store_problem() if callable(store_problem) else None
 
     def registry(self) -> CollectorRegistry:
         """The library's view of /metrics, read now: scanwatch's series and the process metrics.
@@ -105,10 +142,12 @@ class Exposition:
 
         Asked through the same cache as /metrics, so a probe that sees a new part starts its rendering as a
         scrape would, and answers True once a scrape would carry a workspace's series. Once a part has loaded, a
-        later unreadable one keeps its last good copy served, so the pod stays ready.
+        later unreadable one keeps its last good copy served, so the pod stays ready; not while the store's
+        poll is stopped or stuck (`problem`), when what it serves can no longer be told.
         """
         current = self._current()
-        return current is not None and any(p.doc is not None for p in current.view.parts.values())
+        return current is not None and any(p.doc is not None for p in current.view.parts.values()) \
+            and self.problem() is None
 
     def body(self, accept: str | None, accept_encoding: str | None, *,
              cached_only: bool = False) -> tuple[str, list[tuple[str, str]], bytes] | None:
@@ -159,8 +198,12 @@ class Exposition:
     def _refresh(self, warm: dict[tuple[str, bool], _Part]) -> None:
         try:
             self._prepare(warm)
-        except Exception:  # never leave scrapes without a refresh: the next change retries
-            pass
+        except Exception:  # scrapes keep the previous state; the next change of the store tries again
+            key = self.collector.source.peek()
+            if key != self._failed:
+                self._failed = key
+                log.exception("the exporter could not build the new state of the metrics snapshot; serving the "
+                              "previous one")
         finally:
             with self._lock:
                 self._refreshing = False

@@ -27,6 +27,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from exporters.app import make_app
 from exporters.collector import SecscanCollector
 from exporters.exposition import Exposition
+from exporters.snapshot_format import Limits
 from exporters.snapshot_store import SnapshotStore
 from exporters.source import SnapshotSource
 
@@ -79,18 +80,21 @@ class _BoundedH11(H11Protocol):
 class RunningExporter:
     """A started exporter: where it listens, and how to stop it."""
 
-    def __init__(self, server: uvicorn.Server, thread: threading.Thread, sock: socket.socket) -> None:
-        self._server, self._thread = server, thread
+    def __init__(self, server: uvicorn.Server, thread: threading.Thread, sock: socket.socket,
+                 exposition: Exposition | None = None) -> None:
+        self._server, self._thread, self._exposition = server, thread, exposition
         self.server_address: tuple = sock.getsockname()
         self.server_port: int = self.server_address[1]
 
     def shutdown(self, timeout: float = 15.0) -> None:
         self._server.should_exit = True
+        if self._exposition is not None:
+            self._exposition.close()
         self._thread.join(timeout)
 
 
-def _exposition(snapshot: Path | SnapshotStore, critical_info_limit: int) -> Exposition:
-    return Exposition(SecscanCollector(SnapshotSource(snapshot), critical_info_limit=critical_info_limit))
+def _exposition(snapshot: Path | SnapshotStore, critical_info_limit: int, limits: Limits | None = None) -> Exposition:
+    return Exposition(SecscanCollector(SnapshotSource(snapshot, limits), critical_info_limit=critical_info_limit))
 
 
 def build_registry(snapshot: Path | SnapshotStore, *, critical_info_limit: int = 0) -> CollectorRegistry:
@@ -114,11 +118,14 @@ def _bind(address: str, port: int) -> socket.socket:
 
 def serve(snapshot: Path | SnapshotStore, *, address: str = "0.0.0.0", port: int = 9817, certfile: str | None = None,
           keyfile: str | None = None, critical_info_limit: int = 0, exchange_seconds: float = EXCHANGE_SECONDS,
-          max_connections: int = MAX_CONNECTIONS) -> tuple[RunningExporter, threading.Thread]:
-    """Bind, then serve in a background thread; OSError (or ssl.SSLError) when it cannot start."""
+          max_connections: int = MAX_CONNECTIONS,
+          limits: Limits | None = None) -> tuple[RunningExporter, threading.Thread]:
+    """Bind, then serve in a background thread; OSError (or ssl.SSLError) when it cannot start. `limits` bound
+    the parts of a snapshot folder (a store given brings its own)."""
     protocol = type("BoundedH11", (_BoundedH11,), {"exchange_seconds": exchange_seconds,
                                                    "max_connections": max_connections})
-    app = make_app(_exposition(snapshot, critical_info_limit))
+    exposition = _exposition(snapshot, critical_info_limit, limits)
+    app = make_app(exposition)
     config = uvicorn.Config(app, http=protocol, lifespan="off", log_config=None, log_level="error",
                             access_log=False, server_header=False,
                             limit_concurrency=max_connections, timeout_keep_alive=KEEP_ALIVE_SECONDS,
@@ -136,4 +143,5 @@ def serve(snapshot: Path | SnapshotStore, *, address: str = "0.0.0.0", port: int
     if not server.started:
         sock.close()
         raise OSError(f"the HTTP server did not start on {address}:{port}")
-    return RunningExporter(server, thread, sock), thread
+    exposition.watch()
+    return RunningExporter(server, thread, sock, exposition), thread

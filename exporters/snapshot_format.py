@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 # 2: one part per workspace, every row labelled with its `workspace` (1: one file, labels resolved by the reader)
@@ -24,8 +25,23 @@ TABLES: tuple[str, ...] = (
     "issues_not_visible",
 )
 # Far above any real snapshot (the large world's is about 200 KiB: rows are bounded by projects x
-# severities, never by issues), low enough that a wrong path cannot exhaust the exporter's memory.
+# severities, never by issues): what the pipeline refuses to write, the format's own bound.
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+# What the exporter decodes, lower: a part costs the exporter about 30 times its size in memory once decoded,
+# built into families and encoded in two formats (benchmarks/part_memory.py: 3.6 MiB -> 137 MiB peak RSS,
+# 14.5 MiB -> 474 MiB), so with a part re-rendered beside the rest the defaults stay inside the chart's 512Mi.
+# Both are settable (`scanwatch exporter --max-part-bytes/--max-total-bytes`, docs/exporter.md).
+EXPORTER_PART_BYTES = 4 * 1024 * 1024
+EXPORTER_TOTAL_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the exporter reads: a part over `part_bytes` is never fetched, and a part that would take the parts
+    served together over `total_bytes` is refused; either is that part unreadable."""
+
+    part_bytes: int = EXPORTER_PART_BYTES
+    total_bytes: int = EXPORTER_TOTAL_BYTES
 
 FileKey = tuple[int, int, int]  # (inode, mtime ns, size): a new key means a new file to read
 
@@ -38,12 +54,15 @@ def file_key(st: os.stat_result) -> FileKey:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def read_snapshot_bytes(path: Path, known: FileKey | None = None) -> tuple[FileKey, bytes | None]:
+def read_snapshot_bytes(path: Path, known: FileKey | None = None,
+                        cap: int | None = None) -> tuple[FileKey, bytes | None]:
     """The file's key and bytes, or None for the bytes when the key is still `known` (nothing new to parse).
 
     Opened non-blocking and checked with fstat on the same descriptor, so the key and the bytes come from
-    one file even if the pipeline swaps the path meanwhile, and a FIFO or device fails at once.
+    one file even if the pipeline swaps the path meanwhile, and a FIFO or device fails at once. `cap` (default
+    the format's MAX_SNAPSHOT_BYTES) bounds what is read: a larger file is refused before any byte of it.
     """
+    cap = MAX_SNAPSHOT_BYTES if cap is None else cap
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -56,18 +75,17 @@ def read_snapshot_bytes(path: Path, known: FileKey | None = None) -> tuple[FileK
         key = file_key(st)
         if key == known:
             return key, None
-        if st.st_size > MAX_SNAPSHOT_BYTES:
-            raise SnapshotError(f"snapshot {path} is {st.st_size:,} bytes, over the {MAX_SNAPSHOT_BYTES:,}-byte "
-                                "cap: it is not a scanwatch snapshot")
+        if st.st_size > cap:
+            raise SnapshotError(over_cap(str(path), st.st_size, cap))
         chunks, size = [], 0
-        while size <= MAX_SNAPSHOT_BYTES:  # read to the end, but never past the cap if the file grows
-            chunk = os.read(fd, min(1 << 20, MAX_SNAPSHOT_BYTES + 1 - size))
+        while size <= cap:  # read to the end, but never past the cap if the file grows
+            chunk = os.read(fd, min(1 << 20, cap + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
-        if size > MAX_SNAPSHOT_BYTES:
-            raise SnapshotError(f"snapshot {path} grew over the {MAX_SNAPSHOT_BYTES:,}-byte cap while read")
+        if size > cap:
+            raise SnapshotError(f"snapshot {path} grew over the {cap:,}-byte cap while read")
         return key, b"".join(chunks)
     except OSError as exc:
         raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from exc
@@ -75,12 +93,28 @@ def read_snapshot_bytes(path: Path, known: FileKey | None = None) -> tuple[FileK
         os.close(fd)
 
 
+def over_cap(where: str, size: int, cap: int) -> str:
+    if cap < MAX_SNAPSHOT_BYTES:
+        return (f"snapshot part {where} is {size:,} bytes, over the exporter's {cap:,}-byte cap (--max-part-bytes, "
+                "SCANWATCH_EXPORTER_MAX_PART_BYTES): raise it, with the exporter's memory limit, if the part is real")
+    return f"snapshot {where} is {size:,} bytes, over the {cap:,}-byte cap: it is not a scanwatch snapshot"
+
+
 def parse_snapshot(raw: bytes, name: str = "snapshot") -> dict:
-    """Validate bytes already read: refuse a document this version cannot interpret rather than export nonsense."""
+    """Validate bytes already read: refuse a document this version cannot interpret rather than export nonsense.
+
+    Any failure to decode is a SnapshotError, whatever its cause: a document nested deeper than the decoder's
+    recursion limit raises RecursionError, bytes that are no UTF-8 UnicodeDecodeError, and a caller that lets
+    either through would stop serving every part, not only this one.
+    """
     try:
         doc = json.loads(raw)
-    except ValueError as exc:
-        raise SnapshotError(f"snapshot {name} is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise SnapshotError(f"snapshot {name} nests too deep to decode: it is not a scanwatch snapshot") from None
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise SnapshotError(f"snapshot {name} is not valid JSON: {str(exc)[:200]}") from None
+    except MemoryError:
+        raise SnapshotError(f"snapshot {name} does not fit in the exporter's memory") from None
     if not isinstance(doc, dict):
         raise SnapshotError(f"snapshot {name} is not a JSON object")
     if doc.get("schema") == 1:

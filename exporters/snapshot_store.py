@@ -123,9 +123,10 @@ def write_file(path: Path, data: bytes, milestone: object = None) -> None:
 class FileStore:
     """Parts as `<name>.json` files in the folder at `path` (or, from an older scanwatch, one file at `path`)."""
 
-    def __init__(self, path: Path, milestone: object = None) -> None:
+    def __init__(self, path: Path, milestone: object = None, limits: fmt.Limits | None = None) -> None:
         self.path = Path(path)
         self.milestone = milestone
+        self.limits = limits  # the exporter's; None: the pipeline's own use, up to the format's cap
 
     def __repr__(self) -> str:
         return f"FileStore({str(self.path)!r})"
@@ -149,7 +150,8 @@ class FileStore:
         return found
 
     def read(self, name: str, known: object | None = None) -> tuple[object, bytes | None]:
-        return fmt.read_snapshot_bytes(self.path if name == WHOLE else self.path / _file_name(name), known)
+        return fmt.read_snapshot_bytes(self.path if name == WHOLE else self.path / _file_name(name), known,
+                                       self.limits.part_bytes if self.limits is not None else None)
 
     def needs_all(self) -> bool:
         return not self.path.is_dir() or not any(_PART.match(p.name) for p in self.path.iterdir())

@@ -5,17 +5,26 @@ atomically, and if one is ever unreadable, not a regular file or too large, the 
 part's last good document, saying so through `secscan_snapshot_readable{workspace} 0`, while the other
 workspaces' parts stay fresh. A store that cannot be listed at all (a folder gone, a database down) marks
 every part so, and each is read again once it answers. A part the pipeline removed leaves the exporter with it.
+
+A part is also refused when it is not its own: its `workspace_id` (or, before the service's id is known, its
+`workspace`) must be its name in the store, every row must carry the part's own `workspace` label, and no two
+parts may serve one label (the part that served it first keeps it). Anything else would put another
+workspace's series, or the same series twice, on the scrape. And it is refused over the store's `Limits`
+(snapshot_format), so that no part, nor all of them together, can take the exporter past its memory limit.
+Every refusal is one line through `logging`, once per stored version of the part, naming the part.
 """
 
 from __future__ import annotations
 
-import sys
+import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from exporters.snapshot_format import SnapshotError, merge_documents, parse_snapshot
-from exporters.snapshot_store import FileStore, SnapshotStore
+from exporters.snapshot_format import TABLES, Limits, SnapshotError, merge_documents, over_cap, parse_snapshot
+from exporters.snapshot_store import WHOLE, FileStore, SnapshotStore
+
+log = logging.getLogger("scanwatch.exporter")
 
 
 @dataclass(frozen=True)
@@ -24,6 +33,7 @@ class PartState:
     doc: dict | None  # the last document of this part that parsed, possibly older than the stored part
     readable: bool  # whether the stored part parsed
     key: object = None  # identity of the stored part when this state was taken
+    size: int = 0  # bytes of `doc` as stored: what it counts against Limits.total_bytes
 
 
 @dataclass(frozen=True)
@@ -46,15 +56,35 @@ class SnapshotState:
         return merge_documents(docs) if docs else None
 
 
-def _store(where: SnapshotStore | Path | str) -> SnapshotStore:
-    return FileStore(Path(where)) if isinstance(where, (str, Path)) else where
+def _store(where: SnapshotStore | Path | str, limits: Limits | None) -> SnapshotStore:
+    if isinstance(where, (str, Path)):
+        return FileStore(Path(where), limits=limits or Limits())
+    return where
+
+
+def _not_own(doc: dict, name: str, where: str) -> str | None:
+    """Why a parsed part is not the part of the workspace it is stored as, or None."""
+    if name == WHOLE:  # an older scanwatch's single file holds every workspace
+        return None
+    label = doc.get("workspace")
+    claimed = doc.get("workspace_id") or label
+    if claimed != name:
+        return (f"snapshot part {where} claims workspace {str(claimed)[:80]!r}, not its own: a part is written by "
+                "its workspace's run under its own name; it is not served")
+    for table in TABLES:
+        for row in doc["tables"].get(table, []):
+            if not isinstance(row, dict) or row.get("workspace", label) != label:
+                return (f"snapshot part {where} has rows of table {table} labelled with another workspace than its "
+                        f"own {str(label)[:80]!r}: it is not served")
+    return None
 
 
 class SnapshotSource:
     """Thread-safe cache of the parsed parts, each keyed by its identity in the store."""
 
-    def __init__(self, store: SnapshotStore | Path | str) -> None:
-        self.store = _store(store)
+    def __init__(self, store: SnapshotStore | Path | str, limits: Limits | None = None) -> None:
+        self.store = _store(store, limits)
+        self.limits = limits or getattr(self.store, "limits", None) or Limits()
         self._lock = threading.Lock()
         self._parts: dict[str, PartState] = {}
         self._listed = False
@@ -80,7 +110,7 @@ class SnapshotSource:
         if key not in self._failed:  # count and say each broken or missing part once, not once per scrape
             self._failed = {k for k in self._failed if k[0] != key[0]} | {key}
             self._errors += 1
-            print(f"scanwatch exporter: {message}", file=sys.stderr, flush=True)
+            log.warning("%s", message)
         self.last_error = message
 
     def _refresh(self) -> None:
@@ -94,26 +124,55 @@ class SnapshotSource:
             return
         self._listed, self._key = True, tuple(sorted(keys.items()))
         self._failed = {k for k in self._failed if k[0] is not None}
-        parts = {}
-        for name in keys:
-            parts[name] = self._load(name, self._parts.get(name))
-        self._parts = parts
+        parts: dict[str, PartState] = {}
+        # Parts held before keep their labels and their room first, in the order they were loaded.
+        held = {n for n, p in self._parts.items() if p.readable}
+        for name in sorted(keys, key=lambda n: (n not in held, n)):
+            parts[name] = self._load(name, self._parts.get(name), parts)
+        self._parts = {name: parts[name] for name in keys}
 
-    def _load(self, name: str, held: PartState | None) -> PartState:
+    def _load(self, name: str, held: PartState | None, taken: dict[str, PartState]) -> PartState:
+        """The part's state now; `taken` holds the parts of this listing loaded before it (their labels and
+        their bytes come first)."""
         known = held.key if held is not None else None  # a part that failed to parse is read again once it moves
+        last_good = held.doc if held is not None else None
+        last_size = held.size if held is not None else 0
         try:
             key, raw = self.store.read(name, known)
         except SnapshotError as exc:
             self._fail((name, str(exc)), str(exc))
-            return PartState(name, held.doc if held else None, False, None)
+            return PartState(name, last_good, False, None, last_size)
         if raw is None and held is not None:
             return held
+        where = self.store.location(name)
+        raw = raw or b""
+        size = len(raw)
         try:
-            doc = parse_snapshot(raw or b"", self.store.location(name))
+            if size > self.limits.part_bytes:
+                raise SnapshotError(over_cap(where, size, self.limits.part_bytes))
+            used = sum(p.size for p in taken.values())
+            if used + size > self.limits.total_bytes:
+                key = None  # read again next time: room may be made by then
+                raise SnapshotError(f"snapshot part {where} is {size:,} bytes and the parts served already take "
+                                    f"{used:,} of the exporter's {self.limits.total_bytes:,}-byte total "
+                                    "(--max-total-bytes, SCANWATCH_EXPORTER_MAX_TOTAL_BYTES): it is not served")
+            doc = parse_snapshot(raw, where)
+            del raw
+            refused = _not_own(doc, name, where)
+            if refused is None and name != WHOLE:
+                label = doc.get("workspace")
+                other = next((p.name for p in taken.values()
+                              if p.name != WHOLE and p.doc is not None and p.doc.get("workspace") == label), None)
+                if other is not None:
+                    key = None  # read again next time: once the other part is gone, this one may serve the label
+                    refused = (f"snapshot part {where} serves workspace {str(label)[:80]!r}, which part {other!r} "
+                               "already serves: it is not served")
+            if refused is not None:
+                raise SnapshotError(refused)
         except SnapshotError as exc:
             self._fail((name, key), str(exc))
-            return PartState(name, held.doc if held else None, False, key)
+            return PartState(name, last_good, False, key, last_size)
         self._failed = {k for k in self._failed if k[0] != name}
         self.last_error = None
         self._loads += 1
-        return PartState(name, doc, True, key)
+        return PartState(name, doc, True, key, size)

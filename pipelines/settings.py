@@ -133,6 +133,18 @@ class Settings:
     def exporter_critical_info(self) -> int:
         return self._int("SCANWATCH_EXPORTER_CRITICAL_INFO", 0)
 
+    @property
+    def exporter_max_part_bytes(self) -> int:
+        from exporters.snapshot_format import EXPORTER_PART_BYTES
+
+        return self._int("SCANWATCH_EXPORTER_MAX_PART_BYTES", EXPORTER_PART_BYTES)
+
+    @property
+    def exporter_max_total_bytes(self) -> int:
+        from exporters.snapshot_format import EXPORTER_TOTAL_BYTES
+
+        return self._int("SCANWATCH_EXPORTER_MAX_TOTAL_BYTES", EXPORTER_TOTAL_BYTES)
+
     @cached_property
     def workspaces(self) -> tuple[Workspace, ...]:
         """Every followed workspace, validated together: one bad entry and none is followed."""

@@ -138,7 +138,27 @@ def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContex
 def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: str,
               history: HistoryResource, service: ScanningServiceResource | None,
               workspace: str | None = None, *, reads_service: bool = True) -> Iterator[Step]:
-    """`reads_service` False: a step of the workspace that never calls the service (the snapshot)."""
+    """`reads_service` False: a step of the workspace that never calls the service (the snapshot).
+
+    The run's deadline holds for the history too: a PostgreSQL connection of the step that does not answer by
+    then is cut (pipelines/storage/engines/deadline.py), however the run was launched."""
+    location = history.location
+    if not location.is_postgres:
+        with _sync_step(context, name, history, service, workspace, reads_service=reads_service) as step:
+            yield step
+        return
+    from pipelines.storage.engines import deadline
+
+    reason = deadline.sync_reason(Settings.load().sync_deadline_seconds, location.masked)
+    with deadline.armed(sync_deadline(context) - time.time() + deadline.GRACE_SECONDS, reason), \
+            _sync_step(context, name, history, service, workspace, reads_service=reads_service) as step:
+        yield step
+
+
+@contextmanager
+def _sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: str,
+               history: HistoryResource, service: ScanningServiceResource | None,
+               workspace: str | None, *, reads_service: bool) -> Iterator[Step]:
     started = datetime.now(UTC)
     label = service.workspace(workspace).label if service is not None else None
     step = Step(client=None, history=history, now=started, workspace=workspace, label=label)

@@ -41,6 +41,9 @@ def _root_cause(error) -> str:
 
 INTERRUPTED = ("KeyboardInterrupt", "DagsterExecutionInterruptedError")
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+# Once the history's connections are cut at the deadline, the steps fail in moments; past this, something
+# else holds the process and it ends with the deadline's line.
+LAST_RESORT_SECONDS = 30.0
 INTERRUPTED_LINE = ("scanwatch sync: interrupted; each table keeps its last complete version and the next sync "
                     "catches up")
 
@@ -97,6 +100,40 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
         return 2
+    with _history_deadline(settings) as cut:
+        return _run(args, settings, cut)
+
+
+@contextlib.contextmanager
+def _history_deadline(settings) -> Iterator:
+    """The sync's deadline kept on its PostgreSQL connections too (pipelines/storage/engines/deadline.py), and,
+    should even that not end it, the process ended with the same line shortly after."""
+    if not settings.history.is_postgres:
+        yield None
+        return
+    import os
+    import threading
+
+    from pipelines.storage.engines import deadline
+
+    limit = settings.sync_deadline_seconds
+    reason = deadline.sync_reason(limit, settings.history.masked)
+
+    def last_resort() -> None:
+        print(f"scanwatch sync: {printable(reason)}", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    backstop = threading.Timer(limit + deadline.GRACE_SECONDS + LAST_RESORT_SECONDS, last_resort)
+    backstop.daemon = True
+    with deadline.armed(limit + deadline.GRACE_SECONDS, reason) as cut:
+        backstop.start()
+        try:
+            yield cut
+        finally:
+            backstop.cancel()
+
+
+def _run(args: argparse.Namespace, settings, cut) -> int:
     if settings.history.is_postgres:
         # The server is asked once before Dagster starts (and the schema carried forward), so a wrong password
         # or an unreachable host is one line, not one per asset and workspace.
@@ -105,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             connect(settings.history).close()
         except HistoryUnavailableError as exc:
+            if cut is not None and cut.expired:
+                print(f"scanwatch sync: {printable(cut.reason)}", file=sys.stderr)
+                return 1
             print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
             return 2
 
@@ -122,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
         print(INTERRUPTED_LINE, file=sys.stderr)
         return EXIT_INTERRUPTED
     elapsed = time.monotonic() - started
+    if cut is not None and cut.expired:  # every step's failure has this one cause: said once
+        print(f"scanwatch sync: {printable(cut.reason)}", file=sys.stderr)
+        return 1
     if not args.quiet:
         for warning in outcome.warnings:
             print(f"  warning: {printable(warning)}", file=sys.stderr)

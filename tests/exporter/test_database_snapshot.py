@@ -24,7 +24,7 @@ import pytest
 
 from exporters.server import serve
 from exporters.snapshot_database import DatabaseStore, PolledStore
-from exporters.snapshot_format import encode_snapshot, parse_snapshot
+from exporters.snapshot_format import Limits, encode_snapshot, parse_snapshot
 from pipelines import milestones
 from pipelines.history_location import HistoryLocation
 from pipelines.snapshot import build_part, refresh_snapshot
@@ -82,8 +82,8 @@ def parts(url: str) -> dict[str, tuple[int, dict]]:
 class Exporter:
     """A real exporter (uvicorn, the library's exposition) over a PolledStore of `url`."""
 
-    def __init__(self, url: str, poll_seconds: float = POLL) -> None:
-        self.store = PolledStore(HistoryLocation.parse(url), poll_seconds=poll_seconds)
+    def __init__(self, url: str, poll_seconds: float = POLL, **kw: object) -> None:
+        self.store = PolledStore(HistoryLocation.parse(url), poll_seconds=poll_seconds, **kw)
         self.server, _ = serve(self.store, address="127.0.0.1", port=0)
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.server.server_port}", timeout=20)
 
@@ -100,7 +100,7 @@ class Exporter:
 def exporter_of() -> Iterator[Callable[[str], Exporter]]:
     started: list[Exporter] = []
 
-    def start(url: str, **kw: float) -> Exporter:
+    def start(url: str, **kw: object) -> Exporter:
         started.append(Exporter(url, **kw))
         return started[-1]
 
@@ -156,7 +156,8 @@ def test_ready_only_once_a_part_loads_then_every_part_is_served(in_history: str,
 
 
 def test_the_exporter_serves_the_last_good_parts_while_the_server_is_down_and_recovers(
-        exporter_of, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture) -> None:
+        exporter_of, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        capfd: pytest.CaptureFixture) -> None:
     server = PgServer.start()  # a server of its own: this test stops it
     try:
         url = server.url(server.create_database("history"))
@@ -180,8 +181,8 @@ def test_the_exporter_serves_the_last_good_parts_while_the_server_is_down_and_re
         back = scraped(exporter.metrics, lambda t: score(t, "p1") == 80, "the new part")
         assert readable(back, "Acme") == 1 and readable(back, "Beta") == 1
         said = capfd.readouterr()
-        assert f"the PostgreSQL history at {HistoryLocation(url).masked}" in said.err, said.err
-        assert server.password not in said.err + said.out + down + back
+        assert f"the PostgreSQL history at {HistoryLocation(url).masked}" in caplog.text, caplog.text
+        assert server.password not in caplog.text + said.err + said.out + down + back
     finally:
         server.stop()
 
@@ -260,8 +261,7 @@ def test_a_sync_of_a_postgresql_history_writes_its_part_there_and_no_folder(
 
 
 def test_a_part_over_the_size_cap_is_unreadable_and_the_others_are_served(
-        in_history: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture) -> None:
-    from exporters import snapshot_format
+        in_history: str, caplog: pytest.LogCaptureFixture) -> None:
     from exporters.source import SnapshotSource
 
     with connect(in_history) as conn:
@@ -269,15 +269,40 @@ def test_a_part_over_the_size_cap_is_unreadable_and_the_others_are_served(
     with psycopg.connect(in_history, autocommit=True) as raw:
         sizes = dict(raw.execute("SELECT name, octet_length(document) FROM snapshot_parts").fetchall())
     small, large = sorted(sizes, key=sizes.get)
-    cap = sizes[small]  # Beta's part fits exactly; Acme's is over
-    monkeypatch.setattr(snapshot_format, "MAX_SNAPSHOT_BYTES", cap)
-    store = PolledStore(HistoryLocation.parse(in_history), poll_seconds=60)
+    cap = sizes[small]  # Beta's part fits exactly; Acme's is over (--max-part-bytes)
+    store = PolledStore(HistoryLocation.parse(in_history), poll_seconds=60, limits=Limits(part_bytes=cap))
     try:
         state = SnapshotSource(store).get()
     finally:
         store.close()
     assert state.listed and state.parts[small].readable and not state.parts[large].readable
-    assert f"over the {cap:,}-byte cap" in capfd.readouterr().err
+    assert f"over the exporter's {cap:,}-byte cap" in caplog.text
+
+
+def test_parts_past_the_exporters_total_cap_are_unreadable_and_served_once_there_is_room(
+        in_history: str, caplog: pytest.LogCaptureFixture) -> None:
+    from exporters.source import SnapshotSource
+
+    with connect(in_history) as conn:
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    with psycopg.connect(in_history, autocommit=True) as raw:
+        sizes = dict(raw.execute("SELECT name, octet_length(document) FROM snapshot_parts").fetchall())
+    total = max(sizes.values())  # room for one part, not both (--max-total-bytes)
+    store = PolledStore(HistoryLocation.parse(in_history), poll_seconds=60, limits=Limits(total, total))
+    try:
+        source = SnapshotSource(store)
+        state = source.get()
+        assert state.listed and sorted(p.readable for p in state.parts.values()) == [False, True], state.parts
+        refused = next(n for n, p in state.parts.items() if not p.readable)
+        assert f"{total:,}-byte total" in caplog.text and repr(refused) in caplog.text
+        kept = next(n for n in sizes if n != refused)
+        with psycopg.connect(in_history, autocommit=True) as raw:
+            raw.execute("DELETE FROM snapshot_parts WHERE name = %s", (kept,))
+        store.look()
+        state = source.get()
+        assert list(state.parts) == [refused] and state.parts[refused].readable
+    finally:
+        store.close()
 
 
 def test_a_failed_sync_of_a_postgresql_history_still_shows_its_failure_there(
@@ -303,3 +328,133 @@ def test_a_failed_sync_of_a_postgresql_history_still_shows_its_failure_there(
     assert account(before[1])["last_run_ok"] == 1 and account(after[1])["last_run_ok"] == 0
     assert account(after[1])["runs_failure"] == account(before[1])["runs_failure"] + 1
     assert not list(tmp_path.rglob("*.json"))
+
+
+# --- One part can take the exporter down (issue: a bounded, honest exporter), on the kept snapshot
+
+DEEP = '{"schema":2,"tables":' + "[" * 200_000 + "]" * 200_000 + "}"
+
+
+def _set_document(url: str, name: str, document: str) -> None:
+    with psycopg.connect(url, autocommit=True) as raw:
+        raw.execute("INSERT INTO snapshot_parts (name, generation, written_at, document) "
+                    "VALUES (%(name)s, nextval('snapshot_part_generations'), now(), %(document)s) "
+                    "ON CONFLICT (name) DO UPDATE SET generation = excluded.generation, document = excluded.document",
+                    {"name": name, "document": document})
+
+
+def _said(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if text in r.getMessage()]
+
+
+def test_a_part_nested_200000_deep_is_unreadable_alone_and_later_generations_are_still_served(
+        in_history: str, exporter_of, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("WARNING")
+    with connect(in_history) as conn:
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    exporter = exporter_of(in_history)
+    scraped(exporter.metrics, lambda t: readable(t, "Beta") == 1 and readable(t, "Acme") == 1, "both parts")
+    _set_document(in_history, "ws-2", DEEP)
+    text = scraped(exporter.metrics, lambda t: readable(t, "Beta") == 0, "Beta's part unreadable")
+    assert readable(text, "Acme") == 1
+    with connect(in_history) as conn:  # a later generation of another part is still picked up
+        conn.execute("UPDATE projects SET score = 80 WHERE id = 'p1'")
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW + timedelta(minutes=5))
+    scraped(exporter.metrics, lambda t: score(t, "p1") == 80, "Acme's new part")
+    with psycopg.connect(in_history, autocommit=True) as raw:  # a deleted part goes away
+        raw.execute("DELETE FROM snapshot_parts WHERE name = 'ws-2'")
+    gone = scraped(exporter.metrics, lambda t: readable(t, "Beta") is None, "Beta's part gone")
+    assert readable(gone, "Acme") == 1
+    lines = _said(caplog, "'ws-2'")
+    assert len(lines) == 1 and "nest" in lines[0], lines
+
+
+def test_an_exporter_started_over_a_deep_part_is_ready_and_serves_the_others(
+        in_history: str, exporter_of, caplog: pytest.LogCaptureFixture) -> None:
+    with connect(in_history) as conn:
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    _set_document(in_history, "ws-2", DEEP)
+    exporter = exporter_of(in_history)
+    wait_for(lambda: exporter.http.get("/-/ready").status_code == 200, "ready")
+    answer = exporter.http.get("/metrics")
+    assert answer.status_code == 200 and readable(answer.text, "Acme") == 1 and readable(answer.text, "ws-2") == 0
+    assert exporter.http.get("/-/healthy").status_code == 200
+
+
+def test_a_part_claiming_another_workspaces_label_is_unreadable_and_makes_no_duplicate_series(
+        in_history: str, exporter_of, caplog: pytest.LogCaptureFixture) -> None:
+    with connect(in_history) as conn:
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    acme = parts(in_history)["ws-1"][1]
+    exporter = exporter_of(in_history)
+    scraped(exporter.metrics, lambda t: readable(t, "Acme") == 1, "Acme served")
+    _set_document(in_history, "ws-evil", encode_snapshot(acme).decode())  # Acme's part under another row
+    forged = dict(acme, workspace_id="ws-other")  # a part whose labels name a workspace other than its row
+    _set_document(in_history, "ws-other", encode_snapshot(forged).decode())
+    text = scraped(exporter.metrics, lambda t: readable(t, "ws-evil") == 0 and readable(t, "ws-other") == 0,
+                   "the forged parts unreadable")
+    assert readable(text, "Acme") == 1
+    assert len(re.findall(r'^secscan_project_score\{[^}]*project_id="p1"', text, re.MULTILINE)) == 1, text
+    assert len(_said(caplog, "'ws-evil'")) == 1 and len(_said(caplog, "'ws-other'")) == 1, caplog.text
+
+
+def test_the_exporters_session_cannot_write(in_history: str) -> None:
+    with connect(in_history) as conn:
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    store = PolledStore(HistoryLocation.parse(in_history), poll_seconds=60)
+    try:
+        assert store.keys()
+        own = store._store.conn  # the exporter's own connection, as its poll uses it
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            own.execute("DELETE FROM snapshot_parts")
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            own.execute("CREATE TABLE scribble (x int)")
+    finally:
+        store.close()
+    assert set(parts(in_history)) == {"ws-1", "ws-2"}
+
+
+def test_a_new_part_is_served_on_the_first_scrape_after_it_is_written(in_history: str, exporter_of) -> None:
+    with connect(in_history) as conn:
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    exporter = exporter_of(in_history, poll_seconds=2.0)  # the exporter's default look
+    scraped(exporter.metrics, lambda t: score(t, "p1") == 72, "the first part")
+    with connect(in_history) as conn:
+        conn.execute("UPDATE projects SET score = 80 WHERE id = 'p1'")
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW + timedelta(minutes=5))
+    time.sleep(2.0 + 1.0 + 2.0)  # idle: no scrape for one look, one watch and the render (docs/postgres.md)
+    assert score(exporter.metrics(), "p1") == 80
+
+
+def test_a_silent_network_path_turns_the_parts_unreadable_within_the_bound_and_recovers(
+        in_history: str, exporter_of, caplog: pytest.LogCaptureFixture) -> None:
+    from tests.exporter.frozen_proxy import FrozenProxy
+
+    with connect(in_history) as conn:
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    proxy, through = FrozenProxy.before(in_history)
+    try:
+        exporter = exporter_of(through, stall_seconds=3.0)
+        scraped(exporter.metrics, lambda t: readable(t, "Acme") == 1, "the parts through the proxy")
+        proxy.freeze()
+        frozen = time.monotonic()
+        down = scraped(exporter.metrics, lambda t: readable(t, "Acme") == 0, "readable 0")
+        assert time.monotonic() - frozen < 3.0 + 6.0, "the silence was not noticed within its bound"
+        assert readable(down, "Beta") == 0 and score(down, "p1") == 72  # the last good parts, still served
+        assert _said(caplog, "no answer"), caplog.text
+        proxy.thaw()
+        scraped(exporter.metrics, lambda t: readable(t, "Acme") == 1 and readable(t, "Beta") == 1, "recovered")
+    finally:
+        proxy.close()
+
+
+def test_healthy_says_when_the_poll_loop_has_stopped(in_history: str, exporter_of) -> None:
+    with connect(in_history) as conn:
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    exporter = exporter_of(in_history)
+    wait_for(lambda: exporter.http.get("/-/ready").status_code == 200, "ready")
+    assert exporter.http.get("/-/healthy").status_code == 200
+    exporter.store.close()  # the loop ends: nothing will ever look at the history again
+    answer = exporter.http.get("/-/healthy")
+    assert answer.status_code == 503 and "poll" in answer.text, answer.text
+    assert exporter.http.get("/-/ready").status_code == 503

@@ -84,13 +84,48 @@ def test_no_part_at_all_is_one_unreadable_series_without_a_workspace(tmp_path: P
     assert [(x.labels, x.value) for x in s["secscan_snapshot_readable"]] == [({}, 0)]
 
 
-def test_a_single_file_of_an_older_scanwatch_is_refused_in_one_line(tmp_path: Path, capfd) -> None:
+def test_a_single_file_of_an_older_scanwatch_is_refused_in_one_line(tmp_path: Path, caplog) -> None:
     old = tmp_path / "scanwatch-metrics.json"
     old.write_text(json.dumps({"schema": 1, "tables": {}}))
     s = _scrape(old)
     assert _values(s, "secscan_snapshot_readable") == [0]
-    lines = capfd.readouterr().err.strip().splitlines()
+    lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and "older scanwatch" in lines[0] and "run `scanwatch sync`" in lines[0]
+
+
+@pytest.mark.parametrize("case", ["deep", "encoding", "size", "not_its_own", "another_label"])
+def test_a_part_that_cannot_be_decoded_is_unreadable_alone_logged_once(conn, tmp_path: Path, caplog, case) -> None:
+    """Each case of a part that cannot be decoded, on the file snapshot: that part unreadable (its last good copy
+    served), one line naming it, the other part fresh, later versions still picked up."""
+    folder = tmp_path / "scanwatch-metrics.json"
+    parts = _write_parts(conn, folder)
+    acme = encode_snapshot(parts["ws-1"])
+    registry = build_registry(folder)  # the default Limits: 4 MiB a part
+
+    def scrape() -> dict:
+        return {f.name: f.samples for f in text_string_to_metric_families(generate_latest(registry).decode())}
+
+    assert _values(scrape(), "secscan_snapshot_readable", workspace="Beta") == [1]
+    bad = {"deep": b'{"schema":2,"tables":' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+           "encoding": acme.replace(b'"Acme"', b'"Ac\xff\xfeme"'),
+           "size": acme[:-1] + b',"pad":"' + b"x" * (4 * 1024 * 1024) + b'"}',
+           "not_its_own": acme,  # Acme's part (workspace_id ws-1) stored as Beta's
+           "another_label": encode_snapshot({**parts["ws-2"], "workspace": "Acme"}),  # Beta's rows still say Beta
+           }[case]
+    (folder / "ws-2.json").write_bytes(bad)
+    for _ in range(3):
+        s = scrape()
+        assert _values(s, "secscan_snapshot_readable", workspace="Beta") == [0]
+        assert _values(s, "secscan_snapshot_readable", workspace="Acme") == [1]
+        assert len(_values(s, "secscan_project_score", project_id="p1")) == 1  # never twice
+    lines = [r.getMessage() for r in caplog.records if "ws-2" in r.getMessage()]
+    assert len(lines) == 1, lines
+    newer = json.loads(json.dumps(parts["ws-1"]))
+    newer["tables"]["projects"][0]["score"] = 80
+    FileStore(folder).write("ws-1", encode_snapshot(newer))
+    assert _values(scrape(), "secscan_project_score", project_id="p1") == [80]
+    (folder / "ws-2.json").unlink()
+    assert not _values(scrape(), "secscan_snapshot_readable", workspace="Beta")
 
 
 def test_a_run_replaces_its_own_part_only(conn, tmp_path: Path) -> None:

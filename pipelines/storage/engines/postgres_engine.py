@@ -27,11 +27,20 @@ from psycopg import conninfo, errors
 
 from pipelines.history_location import HistoryLocation
 from pipelines.sqlfiles import read_sql
+from pipelines.storage.engines import deadline
 from pipelines.storage.engines.base import Capabilities, Connection, Engine, HistoryUnavailableError
 from pipelines.storage.engines.sqltext import Statement, split, to_pyformat
 from pipelines.storage.stage import CopyText, StageFile, StageFormat
 
 CONNECT_TIMEOUT_SECONDS = 10  # unless the URL says otherwise (connect_timeout=...)
+# A path that dies is noticed by libpq within about 20 s: keepalive probes after 10 s idle, every 3 s, 3 unanswered
+# end the connection, and so does data left unacknowledged for 30 s. A frozen peer still ACKs: `deadline` ends that.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 3, "keepalives_count": 3,
+              "tcp_user_timeout": 30_000}
+# A writer's bounds on the server: no statement and no lock wait (another sync of the workspace, a migration)
+# outlives an hour, and a transaction left idle by a client that went silent ends after ten minutes, with its
+# locks. A merge takes seconds; a sync's own deadline (SCANWATCH_SYNC_DEADLINE_SECONDS) is kept client-side.
+WRITER_SETTINGS = {"statement_timeout": "1h", "lock_timeout": "1h", "idle_in_transaction_session_timeout": "10min"}
 COMPAT_FILE = "storage/postgres_compat.sql"
 LOCKS_FILE = "storage/postgres_locks.sql"  # installed with the compatibility layer, under one digest
 WORKSPACE_LOCK_FILE = "storage/workspace_lock.sql"
@@ -82,6 +91,8 @@ def lost_server(conn: Connection) -> Iterator[None]:
         yield
     except psycopg.OperationalError as exc:
         raw = conn.raw
+        if (cut := deadline.expired()) is not None:  # this side ended the wait: the deadline is the cause
+            raise HistoryUnavailableError(cut) from None
         if raw.closed or raw.broken or isinstance(exc, (errors.AdminShutdown, errors.CrashShutdown,
                                                              errors.CannotConnectNow)):
             raise HistoryUnavailableError(
@@ -106,12 +117,16 @@ class PostgresEngine(Engine):
         except psycopg.Error as exc:
             raise HistoryUnavailableError(f"SCANWATCH_DB is not a valid PostgreSQL URL ({location.masked}): "
                                           f"{_reason(exc, location)}") from None
-        if "connect_timeout" not in given:
-            options["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
+        for name, value in {"connect_timeout": CONNECT_TIMEOUT_SECONDS, **KEEPALIVES}.items():
+            if name not in given:  # what the URL sets wins
+                options[name] = value
+        if (late := deadline.expired()) is not None:
+            raise HistoryUnavailableError(late)
         try:
             raw = psycopg.connect(location.url, **options)
         except psycopg.Error as exc:
             raise HistoryUnavailableError(describe_failure(exc, location)) from None
+        deadline.track(raw)
         # JSON columns arrive as their text, as DuckDB gives them, whichever engine a reader asks.
         for name in ("json", "jsonb"):
             raw.adapters.register_loader(name, psycopg.types.string.TextLoader)
@@ -125,6 +140,8 @@ class PostgresEngine(Engine):
             # in memory instead of spilling to temp files: the server's memory, per writer, for a statement.
             raw.execute("SET work_mem = '64MB'")
             if writer:
+                for name, value in WRITER_SETTINGS.items():
+                    raw.execute(f"SET {name} = '{value}'")
                 standby, read_only = raw.execute(
                     "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchone()
                 if standby or read_only:
