@@ -25,8 +25,19 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _version() -> str:
+    """The installed distribution's version: one home (pyproject.toml), read from the package metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("scanwatch")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scanwatch", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"scanwatch {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
