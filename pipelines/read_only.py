@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,10 @@ _READ_TYPES = {"SELECT", "EXPLAIN"}  # SHOW, DESCRIBE, SUMMARIZE, FROM and VALUE
 _QUERY_START = re.compile(r"^\s*(?:--[^\n]*\n\s*)*\(*\s*(SELECT|WITH|FROM|PIVOT|UNPIVOT)\b", re.IGNORECASE)
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?", re.IGNORECASE)
 DEFAULT_TIMEOUT = 60.0
+# How long a reader of a DuckDB file waits for a sync to release it. A sync holds the file for a merge or a
+# snapshot at a time (seconds, docs/operations.md), so a reader that waits a little is served instead of refused.
+DEFAULT_WAIT = 30.0
+_FIRST_POLL, _LAST_POLL = 0.05, 0.5  # seconds between tries: quick at first, gentle on a long wait
 
 
 class ReadRefused(Exception):
@@ -34,12 +39,16 @@ class ReadRefused(Exception):
 
 
 def execute_read_only(db: Path | str, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT,
-                      workspace: str | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+                      workspace: str | None = None, wait: float = DEFAULT_WAIT
+                      ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run one read statement; four locks hold: read-only file, statement type, no file access, time limit.
-    With `workspace`, every table shows that workspace's rows only. `db` may be a PostgreSQL URL: the door
+    With `workspace`, every table shows that workspace's rows only. A DuckDB file a sync is writing is waited
+    for up to `wait` seconds, then refused with the busy exit status. `db` may be a PostgreSQL URL: the door
     of `pipelines/storage/postgres_read.py` keeps the same promise there."""
     if timeout is not None and not timeout > 0:
         raise ReadRefused(f"--timeout must be a number of seconds above 0 (got {timeout:g})")
+    if not wait >= 0:
+        raise ReadRefused(f"--wait must be a number of seconds, 0 or more (got {wait:g})")
     if isinstance(db, str) and not isinstance(db, Path):
         from pipelines.history_location import HistoryLocation
 
@@ -51,18 +60,7 @@ def execute_read_only(db: Path | str, sql: str, *, timeout: float | None = DEFAU
 
     if not db.is_file():
         raise ReadRefused(f"no history yet at {db}: run scanwatch sync")
-    try:
-        con = duckdb.connect(str(db), read_only=True,
-                             config={"enable_external_access": False, "autoload_known_extensions": False,
-                                     "autoinstall_known_extensions": False})
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise ReadRefused(
-                f"a sync is writing the history at {db}; try again in a moment", EXIT_BUSY
-            ) from None
-        raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
-    except duckdb.Error as exc:
-        raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
+    con = _open_waiting(db, wait)
     timer = threading.Timer(timeout, con.interrupt) if timeout is not None else None
     try:
         con.execute("SET TimeZone = 'UTC'")
@@ -90,6 +88,32 @@ def execute_read_only(db: Path | str, sql: str, *, timeout: float | None = DEFAU
         if timer is not None:
             timer.cancel()
         con.close()
+
+
+def _open_waiting(db: Path, wait: float) -> Any:
+    """DuckDB's read-only connection to the file, tried again while a sync holds its lock, for up to `wait`
+    seconds: DuckDB has no lock wait of its own (a locked file is an error at once)."""
+    import duckdb
+
+    deadline = time.monotonic() + wait
+    pause = _FIRST_POLL
+    while True:
+        try:
+            return duckdb.connect(str(db), read_only=True,
+                                  config={"enable_external_access": False, "autoload_known_extensions": False,
+                                          "autoinstall_known_extensions": False})
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                waited = f" for the {wait:g} s this query waited" if wait > 0 else ""
+                raise ReadRefused(f"a sync is writing the history at {db}{waited}; try again in a moment, or "
+                                  "give --wait more seconds", EXIT_BUSY) from None
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, _LAST_POLL)
+        except duckdb.Error as exc:
+            raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
 
 
 def _check_schema(con: Any, db: Path) -> None:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pipelines.read_only import DEFAULT_TIMEOUT, ReadRefused, execute_read_only
+from pipelines.read_only import DEFAULT_TIMEOUT, DEFAULT_WAIT, ReadRefused, execute_read_only
 from pipelines.text import printable
 
 
@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                      "data/scanwatch.duckdb; a URL's password is better left in PGPASSWORD or .pgpass)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds a query may run before it is stopped (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--wait", type=float, default=DEFAULT_WAIT,
+                        help="seconds to wait for a sync writing a DuckDB history before giving up with exit 75 "
+                             f"(default {DEFAULT_WAIT:g}; 0: do not wait)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         sql = _resolve_sql(args.query, queries)
-        columns, rows = execute_read_only(_db_path(args.db), sql, timeout=args.timeout, workspace=args.workspace)
+        columns, rows = execute_read_only(_db_path(args.db), sql, timeout=args.timeout,
+                                          workspace=args.workspace, wait=args.wait)
     except ReadRefused as exc:
         print(f"scanwatch sql: {printable(exc)}", file=sys.stderr)
         return exc.code

@@ -120,7 +120,7 @@ def test_each_pro_workspace_scans_its_own_addresses() -> None:
             ws = world.workspaces[ws_id]
             addresses[ws.name] = {world.targets[t].address for p in ws.project_ids
                                   for t in world.projects[p].target_ids}
-        main, *others = world.pro_workspace_ids
+        others = world.pro_workspace_ids[1:]
         for n, ws_id in enumerate(others, start=2):
             own = addresses[world.workspaces[ws_id].name]
             assert own and all(f"pro{n}" in a for a in own), (scale, sorted(own)[:3])
