@@ -205,7 +205,10 @@ def test_signal_stops_everything_and_exits_zero(tmp_path, sig):
         os.killpg(proc.pid, sig)
         proc.wait(timeout=30)
         assert proc.returncode == 0, log.read_text()
-        assert "stopped" in log.read_text()
+        # The last line says that everything the demo started has stopped, naming each part.
+        last = log.read_text().strip().splitlines()[-1]
+        assert last.startswith("scanwatch demo: everything stopped (simulator, sync, exporter)"), last
+        assert "no process of the demo is left" in last, last
     finally:
         stop(proc)
     _assert_all_gone({k: v for k, v in ports.items() if k in ("simulator", "exporter")}, str(data_dir))
