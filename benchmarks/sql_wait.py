@@ -40,19 +40,31 @@ def _sync_loop(sim, env: dict[str, str], stop: threading.Event, out: list[float]
         out.append(time.monotonic() - started)
 
 
-def _probe(db: Path, stop: threading.Event, holds: list[float]) -> None:
-    """Opens the file read-only every 50 ms: the lengths of the spans during which it could not."""
-    import duckdb
+PROBE = """
+import sys, time, duckdb
+held_since = None
+while True:
+    time.sleep(0.05)
+    try:
+        duckdb.connect(sys.argv[1], read_only=True).close()
+        if held_since is not None:
+            print(time.monotonic() - held_since, flush=True)
+            held_since = None
+    except duckdb.IOException:
+        held_since = held_since or time.monotonic()
+"""
 
-    held_since = None
-    while not stop.wait(0.05):
-        try:
-            duckdb.connect(str(db), read_only=True).close()
-            if held_since is not None:
-                holds.append(time.monotonic() - held_since)
-                held_since = None
-        except duckdb.IOException:
-            held_since = held_since or time.monotonic()
+
+def _probe(db: Path, stop: threading.Event, holds: list[float]) -> None:
+    """Opens the file read-only every 50 ms, in a process of its own (DuckDB shares a file within a process):
+    the lengths of the spans during which it could not."""
+    probe = subprocess.Popen([sys.executable, "-c", PROBE, str(db)], stdout=subprocess.PIPE, text=True)
+    reader = threading.Thread(target=lambda: holds.extend(float(line) for line in probe.stdout), daemon=True)
+    reader.start()
+    stop.wait()
+    probe.kill()
+    probe.wait()
+    reader.join(5)
 
 
 def _at_rest(db: Path) -> dict[str, float]:

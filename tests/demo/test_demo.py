@@ -207,7 +207,7 @@ def test_signal_stops_everything_and_exits_zero(tmp_path, sig):
         assert proc.returncode == 0, log.read_text()
         # The last line says that everything the demo started has stopped, naming each part.
         last = log.read_text().strip().splitlines()[-1]
-        assert last.startswith("scanwatch demo: everything stopped (simulator, sync, exporter)"), last
+        assert last.startswith("scanwatch demo: everything stopped (simulator, exporter)"), last
         assert "no process of the demo is left" in last, last
     finally:
         stop(proc)
