@@ -25,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 
+PAUSE = 2.0  # seconds between two queries: a person reading one answer and pasting the next query
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -50,8 +51,11 @@ while True:
         if held_since is not None:
             print(time.monotonic() - held_since, flush=True)
             held_since = None
-    except duckdb.IOException:
-        held_since = held_since or time.monotonic()
+    except duckdb.Error as exc:
+        if "lock" in str(exc).lower():
+            held_since = held_since or time.monotonic()
+        else:
+            print(type(exc).__name__, str(exc)[:200], file=sys.stderr, flush=True)
 """
 
 
@@ -102,7 +106,7 @@ def _readers(db: Path, wait: float, seconds: float, rest: dict[str, float]) -> d
             if exc.code != EXIT_BUSY:
                 raise
             refused += 1
-        time.sleep(0.2)  # a person pasting the next query
+        time.sleep(PAUSE)
     waited.sort()
     return {"queries": n, "refused": refused, "served": served,
             "wait_median_s": round(statistics.median(waited), 3) if waited else None,

@@ -20,6 +20,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "backfill": ("pipelines.commands.backfill", "rebuild the days before the first sync, marked as reconstructed"),
     "backfill-prometheus": ("pipelines.commands.backfill_prometheus",
                             "write the history as Prometheus TSDB blocks for a Prometheus data directory"),
+    "backup": ("pipelines.commands.backup", "backup DEST: a consistent copy of the history, safe while a sync writes"),
+    "restore": ("pipelines.commands.restore", "restore BACKUP: put back a history scanwatch backup wrote"),
+    "prune": ("pipelines.commands.prune", "prune --before DATE: drop old samples and settled rows no metric reads"),
     "config": ("pipelines.commands.config_export",
                "config export DIR: write the installed rules, Alertmanager file, dashboards and Grafana provisioning"),
 }

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 EXIT_ERROR = 1
 EXIT_BUSY = 75  # EX_TEMPFAIL: the same command will work once the sync is done
@@ -22,6 +23,7 @@ _READ_TYPES = {"SELECT", "EXPLAIN"}  # SHOW, DESCRIBE, SUMMARIZE, FROM and VALUE
 # `CREATE TABLE ... AS PIVOT` or `INSERT ... PIVOT` are MULTI too, and begin otherwise.
 _QUERY_START = re.compile(r"^\s*(?:--[^\n]*\n\s*)*\(*\s*(SELECT|WITH|FROM|PIVOT|UNPIVOT)\b", re.IGNORECASE)
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?", re.IGNORECASE)
+T = TypeVar("T")
 DEFAULT_TIMEOUT = 60.0
 # How long a reader of a DuckDB file waits for a sync to release it. A sync holds the file for a merge or a
 # snapshot at a time (seconds, docs/operations.md), so a reader that waits a little is served instead of refused.
@@ -91,23 +93,31 @@ def execute_read_only(db: Path | str, sql: str, *, timeout: float | None = DEFAU
 
 
 def _open_waiting(db: Path, wait: float) -> Any:
-    """DuckDB's read-only connection to the file, tried again while a sync holds its lock, for up to `wait`
-    seconds: DuckDB has no lock wait of its own (a locked file is an error at once)."""
+    """DuckDB's read-only connection to the file, as `while_locked` waits for it."""
+    import duckdb
+
+    return while_locked(db, wait, lambda: duckdb.connect(
+        str(db), read_only=True, config={"enable_external_access": False, "autoload_known_extensions": False,
+                                         "autoinstall_known_extensions": False}))
+
+
+def while_locked(db: Path, wait: float, attempt: Callable[[], T]) -> T:
+    """`attempt()` (an open of the DuckDB file), tried again while a sync holds the file's lock, for up to
+    `wait` seconds: DuckDB has no lock wait of its own (a locked file is an error at once). The one reader's
+    wait of scanwatch: `scanwatch sql` and `scanwatch backup` both use it."""
     import duckdb
 
     deadline = time.monotonic() + wait
     pause = _FIRST_POLL
     while True:
         try:
-            return duckdb.connect(str(db), read_only=True,
-                                  config={"enable_external_access": False, "autoload_known_extensions": False,
-                                          "autoinstall_known_extensions": False})
+            return attempt()
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
             left = deadline - time.monotonic()
             if left <= 0:
-                waited = f" for the {wait:g} s this query waited" if wait > 0 else ""
+                waited = f" for the {wait:g} s this command waited" if wait > 0 else ""
                 raise ReadRefused(f"a sync is writing the history at {db}{waited}; try again in a moment, or "
                                   "give --wait more seconds", EXIT_BUSY) from None
             time.sleep(min(pause, left))

@@ -9,7 +9,8 @@ def test_help_lists_every_promised_command():
     out = subprocess.run(
         [sys.executable, "-m", "pipelines.cli", "--help"], capture_output=True, text=True, check=True
     ).stdout
-    promised = {"simulator", "sync", "exporter", "demo", "sql", "backfill", "backfill-prometheus", "config"}
+    promised = {"simulator", "sync", "exporter", "demo", "sql", "backfill", "backfill-prometheus", "config", "backup",
+                "restore", "prune"}
     for name in promised:
         assert name in out
     assert set(SUBCOMMANDS) == promised
