@@ -118,9 +118,38 @@ SEVERITY_COLORS = [
 ]
 
 
-def datasource_var() -> dict:
-    return {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
-            "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": []}
+# Importable both ways. Provisioned from files, every panel reads the `datasource` variable, which picks a data
+# source of its plugin (the current value below is no uid there, so Grafana takes the first it has). Through
+# Grafana's import screen (or grafana.com), `__inputs` asks for that data source and Grafana writes the chosen
+# uid where `${DS_...}` stands: the variable's current value. No uid is written into any panel.
+PLUGINS = {  # plugin id: (name shown by Grafana's importer, the dashboard's import input)
+    "prometheus": ("Prometheus", "DS_PROMETHEUS"),
+    "grafana-postgresql-datasource": ("PostgreSQL", "DS_SCANWATCH_HISTORY"),
+}
+PANEL_NAMES = {"timeseries": "Time series", "stat": "Stat", "table": "Table", "bargauge": "Bar gauge",
+               "gauge": "Gauge", "text": "Text", "piechart": "Pie chart"}
+GRAFANA_VERSION = "10.4.0"  # schemaVersion 39 and the `grafana-postgresql-datasource` plugin id
+
+
+def datasource_var(plugin: str = "prometheus") -> dict:
+    placeholder = "${" + PLUGINS[plugin][1] + "}"
+    return {"name": "datasource", "label": "Data source", "type": "datasource", "query": plugin,
+            "current": {"selected": False, "text": placeholder, "value": placeholder}, "hide": 0, "refresh": 1,
+            "regex": "", "options": []}
+
+
+def importable(dash: dict) -> dict:
+    """`__inputs` for the data source the dashboard's variable picks and `__requires` for every plugin it uses,
+    in front, as Grafana's "Export for sharing externally" writes them; `id` null, as the importer wants."""
+    plugin = next(v["query"] for v in dash["templating"]["list"] if v["type"] == "datasource")
+    name, input_name = PLUGINS[plugin]
+    kinds = sorted({p["type"] for p in dash["panels"] if p["type"] != "row"})
+    requires = [{"type": "grafana", "id": "grafana", "name": "Grafana", "version": GRAFANA_VERSION},
+                {"type": "datasource", "id": plugin, "name": name, "version": "1.0.0"}]
+    requires += [{"type": "panel", "id": kind, "name": PANEL_NAMES[kind], "version": ""} for kind in kinds]
+    inputs = [{"name": input_name, "label": name, "description": f"The {name} data source scanwatch's panels read",
+               "type": "datasource", "pluginId": plugin, "pluginName": name}]
+    return {"__inputs": inputs, "__requires": requires, "id": None, **dash}
 
 
 def query_var(name: str, label: str, query: str, *, multi: bool, include_all: bool, regex: str = "",
@@ -134,12 +163,12 @@ def query_var(name: str, label: str, query: str, *, multi: bool, include_all: bo
 
 def dashboard(uid: str, title: str, description: str, variables: list[dict], layout: Layout,
               links: list[dict]) -> dict:
-    return {
+    return importable({
         "uid": uid, "title": title, "description": description, "tags": ["scanwatch", "security"],
         "editable": True, "graphTooltip": 1, "schemaVersion": 39, "version": 1, "timezone": "browser",
         "time": {"from": "now-7d", "to": "now"}, "refresh": "5m", "fiscalYearStartMonth": 0, "liveNow": False,
         "templating": {"list": variables}, "annotations": {"list": []}, "links": links, "panels": layout.panels,
-    }
+    })
 
 
 WORKSPACE_COLUMNS = (  # (ref, header, expression per workspace, unit)
@@ -272,6 +301,13 @@ def overview() -> dict:
                      variables, lay, links)
 
 
+# A series as Grafana renders a query_result answer: `{project="Shop",project_id="p1"} 80 1700000000`. Each
+# label is found wherever it stands (lookaheads), so the variable does not depend on Prometheus's label order;
+# a label starts after `{` or `,`, and a value may hold escaped quotes.
+PROJECT_REGEX = ('/^(?=.*[{,]\\s*project="(?<text>(?:[^"\\\\]|\\\\.)*)")'
+                 '(?=.*[{,]\\s*project_id="(?<value>(?:[^"\\\\]|\\\\.)*)")/')
+
+
 def project() -> dict:
     lay = Layout()
     sel = f"{WS},{PID}"
@@ -338,8 +374,9 @@ def project() -> dict:
         datasource_var(),
         query_var("workspace", "Workspace", "label_values(secscan_plan_info, workspace)", multi=False,
                   include_all=False),
-        query_var("project_id", "Project", 'query_result(secscan_project_score{workspace=~"$workspace"})',
-                  multi=False, include_all=False, regex='/project="(?<text>[^"]*)",project_id="(?<value>[^"]*)"/'),
+        query_var("project_id", "Project",
+                  'query_result(max by (project_id, project) (secscan_project_score{workspace=~"$workspace"}))',
+                  multi=False, include_all=False, regex=PROJECT_REGEX),
     ]
     links = [{"title": "Overview", "type": "link", "url": "/d/scanwatch-overview", "icon": "dashboard",
               "includeVars": True, "keepTime": True}]
@@ -354,8 +391,7 @@ def project() -> dict:
 # The history dashboard: Grafana's built-in PostgreSQL data source on a PostgreSQL history, provisioned as
 # provisioning/datasources/scanwatch-history.yml. Each panel's SQL is one file of sql/grafana/ reading the views
 # layer, the rules the cookbook and /metrics read.
-HISTORY_DATASOURCE_UID = "scanwatch-history"
-PG_DS = {"type": "grafana-postgresql-datasource", "uid": HISTORY_DATASOURCE_UID}
+PG_DS = {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}
 HISTORY_SQL = HERE.parent / "sql" / "grafana"
 
 
@@ -415,7 +451,8 @@ def history() -> dict:
         overrides=[_unit("last_reopened", "dateTimeAsIso")]), 12, 8)
     dash = dashboard("scanwatch-history", "scanwatch: history (PostgreSQL)",
                      "What the PostgreSQL history holds beyond the metrics: each open critical issue's text, SLA "
-                     "breaches, time to fix per project and regressions.", [workspace], lay,
+                     "breaches, time to fix per project and regressions.",
+                     [datasource_var("grafana-postgresql-datasource"), workspace], lay,
                      [{"title": "Overview", "type": "link", "url": "/d/scanwatch-overview", "icon": "dashboard",
                        "includeVars": True, "keepTime": True}])
     dash["time"] = {"from": "now-30d", "to": "now"}

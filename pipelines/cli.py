@@ -22,13 +22,27 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                             "write the history as Prometheus TSDB blocks for a Prometheus data directory"),
     "roles": ("pipelines.commands.roles",
               "print (or --apply) the PostgreSQL roles of the history: writer, reader, Grafana's, one per workspace"),
+    "backup": ("pipelines.commands.backup", "backup DEST: a consistent copy of the history, safe while a sync writes"),
+    "restore": ("pipelines.commands.restore", "restore BACKUP: put back a history scanwatch backup wrote"),
+    "prune": ("pipelines.commands.prune", "prune --before DATE: drop old samples and settled rows no metric reads"),
     "config": ("pipelines.commands.config_export",
                "config export DIR: write the installed rules, Alertmanager file, dashboards and Grafana provisioning"),
 }
 
 
+def _version() -> str:
+    """The installed distribution's version: one home (pyproject.toml), read from the package metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("scanwatch")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scanwatch", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"scanwatch {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for name, (module_name, help_text) in SUBCOMMANDS.items():

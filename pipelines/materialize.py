@@ -23,6 +23,7 @@ import dagster as dg
 
 from pipelines.assets import ALL_ASSETS
 from pipelines.checks import history_checks
+from pipelines.jobs import sync_job
 from pipelines.resources import default_resources
 
 # With DAGSTER_HOME each run is a process holding its own Dagster and DuckDB (about 250 MB): at most this many
@@ -154,6 +155,14 @@ def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: 
         return _materialize_in(instance, workspace, full_reconcile, console_level)
 
 
+def _sync_job() -> dg.JobDefinition:
+    """`sync_job` bound to the assets, checks and resources, as a deployment runs it: a CLI sync appears in
+    Dagster's run list under that name (tagged `scanwatch/trigger=cli`), not as `__ephemeral_asset_job__`."""
+    defs = dg.Definitions(assets=ALL_ASSETS, asset_checks=history_checks, jobs=[sync_job],
+                          resources=default_resources(), executor=dg.in_process_executor)
+    return defs.resolve_job_def(sync_job.name)
+
+
 def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile: bool,
                     console_level: str) -> Outcome:
     run_config = {
@@ -161,9 +170,9 @@ def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile
                 "scans": {"config": {"all_projects": full_reconcile}}},
         "loggers": {"console": {"config": {"log_level": console_level}}},
     }
-    result = dg.materialize(
-        [*ALL_ASSETS, *history_checks], resources=default_resources(), instance=instance,
-        run_config=run_config, raise_on_error=False, tags={"scanwatch/trigger": "cli"}, partition_key=workspace,
+    result = _sync_job().execute_in_process(
+        run_config=run_config, instance=instance, raise_on_error=False, tags={"scanwatch/trigger": "cli"},
+        partition_key=workspace,
     )
     outcome = Outcome(success=result.success, run_id=result.run_id, workspace=workspace)
     # Warnings only: Dagster's own ERROR lines ("Dependencies for step ... Not executing") repeat the failure.

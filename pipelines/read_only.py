@@ -13,9 +13,10 @@ import contextlib
 import math
 import re
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 EXIT_ERROR = 1
 EXIT_BUSY = 75  # EX_TEMPFAIL: the same command will work once the sync is done
@@ -25,11 +26,16 @@ _READ_TYPES = {"SELECT", "EXPLAIN"}  # SHOW, DESCRIBE, SUMMARIZE, FROM and VALUE
 # `CREATE TABLE ... AS PIVOT` or `INSERT ... PIVOT` are MULTI too, and begin otherwise.
 _QUERY_START = re.compile(r"^\s*(?:--[^\n]*\n\s*)*\(*\s*(SELECT|WITH|FROM|PIVOT|UNPIVOT)\b", re.IGNORECASE)
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(ANALYZE\s+)?", re.IGNORECASE)
+T = TypeVar("T")
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 86400.0  # a day: PostgreSQL's statement_timeout stops at 24.8 days, and no read needs more
 FETCH_ROWS = 1000
 # Read as a role that could write (or a superuser) on purpose: `scanwatch sql --as-writer` sets it too.
 AS_WRITER_VARIABLE = "SCANWATCH_SQL_AS_WRITER"
+# How long a reader of a DuckDB file waits for a sync to release it. A sync holds the file for a merge or a
+# snapshot at a time (seconds, docs/operations.md), so a reader that waits a little is served instead of refused.
+DEFAULT_WAIT = 30.0
+_FIRST_POLL, _LAST_POLL = 0.05, 0.5  # seconds between tries: quick at first, gentle on a long wait
 
 
 class ReadRefused(Exception):
@@ -52,21 +58,25 @@ def checked_timeout(timeout: float | None) -> float | None:
 
 
 def execute_read_only(db: Path | str, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT,
-                      workspace: str | None = None, as_writer: bool = False
+                      workspace: str | None = None, as_writer: bool = False, wait: float = DEFAULT_WAIT
                       ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Every row of one read statement (`opened`, collected)."""
-    with opened(db, sql, timeout=timeout, workspace=workspace, as_writer=as_writer) as (columns, rows):
+    with opened(db, sql, timeout=timeout, workspace=workspace, as_writer=as_writer, wait=wait) as (columns, rows):
         return columns, list(rows)
 
 
 @contextlib.contextmanager
 def opened(db: Path | str, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT, workspace: str | None = None,
-           as_writer: bool = False) -> Iterator[tuple[list[str], Iterator[tuple[Any, ...]]]]:
+           as_writer: bool = False, wait: float = DEFAULT_WAIT
+           ) -> Iterator[tuple[list[str], Iterator[tuple[Any, ...]]]]:
     """One read statement's columns and its rows, fetched a chunk at a time while the block lasts; four locks
     hold: read-only file, statement type, no file access, time limit. With `workspace`, every table shows
     that workspace's rows only. `db` may be a PostgreSQL URL: the door of `pipelines/storage/postgres_read.py`
-    keeps the same promise there, with the server, and refuses a role that could write unless `as_writer`."""
+    keeps the same promise there, with the server, and refuses a role that could write unless `as_writer`.
+    A DuckDB file a sync is writing is waited for up to `wait` seconds, then refused with the busy exit status."""
     timeout = checked_timeout(timeout)
+    if not wait >= 0:
+        raise ReadRefused(f"--wait must be a number of seconds, 0 or more (got {wait:g})")
     if isinstance(db, str) and not isinstance(db, Path):
         from pipelines.history_location import HistoryLocation
 
@@ -76,22 +86,9 @@ def opened(db: Path | str, sql: str, *, timeout: float | None = DEFAULT_TIMEOUT,
                 yield result
             return
         db = location.path
-    import duckdb
-
     if not db.is_file():
         raise ReadRefused(f"no history yet at {db}: run scanwatch sync")
-    try:
-        con = duckdb.connect(str(db), read_only=True,
-                             config={"enable_external_access": False, "autoload_known_extensions": False,
-                                     "autoinstall_known_extensions": False})
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise ReadRefused(
-                f"a sync is writing the history at {db}; try again in a moment", EXIT_BUSY
-            ) from None
-        raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
-    except duckdb.Error as exc:
-        raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
+    con = _open_waiting(db, wait)
     timer = threading.Timer(timeout, con.interrupt) if timeout is not None else None
     try:
         with _duckdb_errors(timeout):
@@ -137,6 +134,40 @@ def _duckdb_rows(cursor: Any, timeout: float | None) -> Iterator[tuple[Any, ...]
         if not chunk:
             return
         yield from chunk
+
+
+def _open_waiting(db: Path, wait: float) -> Any:
+    """DuckDB's read-only connection to the file, as `while_locked` waits for it."""
+    import duckdb
+
+    return while_locked(db, wait, lambda: duckdb.connect(
+        str(db), read_only=True, config={"enable_external_access": False, "autoload_known_extensions": False,
+                                         "autoinstall_known_extensions": False}))
+
+
+def while_locked(db: Path, wait: float, attempt: Callable[[], T]) -> T:
+    """`attempt()` (an open of the DuckDB file), tried again while a sync holds the file's lock, for up to
+    `wait` seconds: DuckDB has no lock wait of its own (a locked file is an error at once). The one reader's
+    wait of scanwatch: `scanwatch sql` and `scanwatch backup` both use it."""
+    import duckdb
+
+    deadline = time.monotonic() + wait
+    pause = _FIRST_POLL
+    while True:
+        try:
+            return attempt()
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                waited = f" for the {wait:g} s this command waited" if wait > 0 else ""
+                raise ReadRefused(f"a sync is writing the history at {db}{waited}; try again in a moment, or "
+                                  "give --wait more seconds", EXIT_BUSY) from None
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, _LAST_POLL)
+        except duckdb.Error as exc:
+            raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
 
 
 def _check_schema(con: Any, db: Path) -> None:

@@ -7,6 +7,7 @@ workspaces:
   - name: globex
     base_url: https://api.example/v1
     api_key_env: SCANWATCH_KEY_GLOBEX
+    label: Globex Corporation   # optional: what metrics, alerts and the history call it (default: its name)
 ```
 
 Keys never sit in the file, only the names of the variables that hold them. Every problem is one line
@@ -39,7 +40,8 @@ from pipelines.credentials import (
 # Prometheus label name for `backfill-prometheus --label`).
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-_FIELDS = {"name", "base_url", "api_key_env", "scan_targets"}
+_FIELDS = {"name", "base_url", "api_key_env", "scan_targets", "label"}
+MAX_LABEL = 100
 _TARGET_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a target id (a UUID by contract), never a key nor a path
 MAX_FILE_BYTES = 1 << 20  # a thousand workspaces take about 100 KB
 
@@ -101,7 +103,7 @@ def _name(path: Path, index: int, entry: Any, seen: set[str]) -> str:
     unknown = sorted(set(map(str, entry)) - _FIELDS)
     if unknown:
         raise ConfigError(f"{where}: unknown field {shown(unknown[0], 40)} (fields: name, base_url, api_key_env, "
-                          "scan_targets); "
+                          "scan_targets, label); "
                           "keys never go in this file, only the name of the variable holding them")
     name = entry.get("name")
     if name is None or name == "":
@@ -121,6 +123,19 @@ def _scan_targets(where: str, entry: dict) -> tuple[str, ...]:
                                                 and not looks_like_key(t) for t in targets):
         raise ConfigError(f"{where}: field 'scan_targets' must be a list of target ids of this workspace")
     return tuple(targets)
+
+
+def _label(where: str, entry: dict, name: str) -> str:
+    """What the workspace is called on every metric, alert and history row, and the name the history binds to
+    its workspace. A workspace followed until now by the two variables is shown under the service's own name
+    (`Acme Corp`): giving that name here keeps its series when it moves into this file."""
+    label = entry.get("label", name)
+    if (not isinstance(label, str) or not label or label != label.strip() or len(label) > MAX_LABEL
+            or not label.isprintable() or looks_like_key(label) or label == "default"):
+        raise ConfigError(f"{where}: field 'label' must be the name to show on metrics and alerts: printable "
+                          f"text of at most {MAX_LABEL} characters, no leading or trailing space, not 'default' "
+                          f"(got {shown(label)})")
+    return label
 
 
 def read_scan_targets(path: Path) -> dict[str, tuple[str, ...]]:
@@ -165,8 +180,15 @@ def read_workspaces_file(path: Path, env: Mapping[str, str]) -> tuple[Workspace,
             field_name = "base_url" if "base_url" in str(exc) or "BASE_URL" in str(exc) else "api_key_env"
             raise ConfigError(f"{where}: field '{field_name}': {exc}") from None
         url_setting = f"the base_url of workspace {name} in {path}" if given_url else "SCANWATCH_BASE_URL"
-        found.append(Workspace(name=name, base_url=base_url, api_key=api_key, key_variable=variable, label=name,
-                               url_setting=url_setting, scan_targets=_scan_targets(where, entry)))
+        found.append(Workspace(name=name, base_url=base_url, api_key=api_key, key_variable=variable,
+                               label=_label(where, entry, name), url_setting=url_setting,
+                               scan_targets=_scan_targets(where, entry)))
+    labels: dict[str, str] = {}
+    for ws in found:
+        other = labels.setdefault(ws.label or ws.name, ws.name)
+        if other != ws.name:
+            raise ConfigError(f"{path}: workspaces ({ws.name}): field 'label': {shown(ws.label)} is already "
+                              f"{other}'s label; each workspace needs a label of its own")
     keys: dict[tuple[str, str], str] = {}
     for ws in found:
         other = keys.setdefault((ws.base_url, ws.api_key), ws.name)

@@ -52,6 +52,15 @@ MARK_REASONS = ("Behind the VPN, not reachable from the internet.", "Test fixtur
                 "Accepted until the Q3 migration is done.", "Vendor widget we do not control.")
 
 
+def _owned(address: str, owner: str) -> str:
+    """An address of the main workspace's layout, moved under another owner's domain and repositories."""
+    if "acme-demo" in address:
+        return address.replace("acme-demo", f"{owner}-demo")
+    if address.startswith("acme/"):
+        return f"{owner}/" + address.removeprefix("acme/")
+    return address.replace(".example.com", f".{owner}.example.com")
+
+
 def build_world(config: SimConfig, clock: Clock) -> World:
     world = World(config, clock)
     anchor = clock.now() if clock.kind == "real" else DRIVEN_EPOCH
@@ -106,7 +115,7 @@ class _Generator:
                                 pack_scans=50, pack_fixes=10)
             self.key(f"pro_{n}", ws, "en", name=f"ci-key-{n}")
             self.w.pro_workspace_ids.append(ws.id)
-            self.main_projects(ws)
+            self.main_projects(ws, owner=f"pro{n}")
 
     def workspace(self, name: str, plan: str, *, extra_projects: int = 0, trial_started_at: float | None = None,
                   free_fixes: int = 0, pack_scans: int = 0, pack_fixes: int = 0) -> Workspace:
@@ -126,7 +135,9 @@ class _Generator:
         self.w.keys[label] = secret
 
     # ------------------------------------------------------------------ projects
-    def main_projects(self, ws: Workspace) -> None:
+    def main_projects(self, ws: Workspace, owner: str = "acme") -> None:
+        """The main workspace's shape; `owner` names its addresses, so each Pro workspace scans its own sites
+        (`shop.pro2-demo.com`, not the main workspace's `shop.acme-demo.com`)."""
         s = self.scale
         if self.w.config.scale == "small":
             layout = SMALL_LAYOUT
@@ -144,6 +155,9 @@ class _Generator:
                         host = HOST_WORDS[k % len(HOST_WORDS)] + ("" if k < len(HOST_WORDS) else str(k))
                         targets.append(("domain", f"{host}.{domain}", k % 10 != 7))
                 layout.append((name, tuple(targets)))
+        if owner != "acme":
+            layout = [(name, tuple((kind, _owned(address, owner), verified) for kind, address, verified in targets))
+                      for name, targets in layout]
         per_target_issues = s.issues / s.targets
         per_target_scans = s.scans / s.targets
         for pi, (name, targets) in enumerate(layout):

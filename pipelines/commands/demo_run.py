@@ -65,6 +65,17 @@ def say(message: str = "") -> None:
         print(message, flush=True)
 
 
+def _stopped_line(children: Children, root: Path) -> str:
+    """The demo's last line, after Ctrl-C as after --duration: what it started, and that none of it runs on,
+    so the user knows the ports are free and nothing is left in the background."""
+    names = ", ".join(dict.fromkeys(c.name for c in children.items)) or "nothing was started"
+    left = [c.name for c in children.items if c.alive()]
+    if left:
+        return f"scanwatch demo: stopped, but {', '.join(left)} did not exit; history kept in {root}"
+    return (f"scanwatch demo: everything stopped ({names}); no process of the demo is left; history kept in "
+            f"{root} until the next demo starts")
+
+
 class Demo:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -123,7 +134,7 @@ class Demo:
                 signal.signal(sig, handler)
         if killed:
             say(f"scanwatch demo: killed {', '.join(killed)} (did not stop within 15 s)")
-        say(f"scanwatch demo: stopped; history kept in {dirs.root} until the next demo starts")
+        say(_stopped_line(self.children, dirs.root))
         return code
 
     def _busy_port(self) -> str | None:

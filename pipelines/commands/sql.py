@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pipelines.read_only import AS_WRITER_VARIABLE, DEFAULT_TIMEOUT, MAX_TIMEOUT, ReadRefused, opened
+from pipelines.read_only import AS_WRITER_VARIABLE, DEFAULT_TIMEOUT, DEFAULT_WAIT, MAX_TIMEOUT, ReadRefused, opened
 from pipelines.text import printable
 
 DEFAULT_MAX_ROWS = 100_000
@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds a query may run before it is stopped (default {DEFAULT_TIMEOUT:g}, at most "
                              f"{MAX_TIMEOUT:g})")
+    parser.add_argument("--wait", type=float, default=DEFAULT_WAIT,
+                        help="seconds to wait for a sync writing a DuckDB history before giving up with exit 75 "
+                             f"(default {DEFAULT_WAIT:g}; 0: do not wait)")
     parser.add_argument("--max-rows", type=_positive, default=DEFAULT_MAX_ROWS, metavar="N",
                         help="print at most N rows, then a line saying the result was cut (default "
                              f"{DEFAULT_MAX_ROWS})")
@@ -72,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         sql = _resolve_sql(args.query, queries)
         with opened(_db_path(args.db), sql, timeout=args.timeout, workspace=args.workspace,
-                    as_writer=as_writer) as (columns, rows):
+                    as_writer=as_writer, wait=args.wait) as (columns, rows):
             held, cut = bounded_rows(rows, args.max_rows, args.max_bytes)
     except ReadRefused as exc:
         print(f"scanwatch sql: {printable(exc)}", file=sys.stderr)

@@ -176,9 +176,10 @@ def test_a_sync_holding_the_file_gets_a_clear_message(tmp_path: Path) -> None:
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        result = scanwatch_sql("SELECT 1", db=db)
+        result = scanwatch_sql("SELECT 1", "--wait", "0.5", db=db)  # exit 75 only once its wait is spent
         assert result.returncode == 75
-        assert result.stderr.strip() == f"scanwatch sql: a sync is writing the history at {db}; try again in a moment"
+        assert result.stderr.strip() == (f"scanwatch sql: a sync is writing the history at {db} for the 0.5 s this "
+                                         "command waited; try again in a moment, or give --wait more seconds")
     finally:
         assert holder.stdin is not None
         holder.stdin.close()

@@ -5,9 +5,12 @@ A real Prometheus evaluates all of these queries in tests/e2e; here they are che
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -27,7 +30,9 @@ from tests.grafana.queries import (
 )
 
 GRAFANA = ROOT / "grafana"
-HISTORY_SOURCE = {"type": "grafana-postgresql-datasource", "uid": "scanwatch-history"}
+HISTORY_SOURCE = {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}
+PLUGIN = {"scanwatch-history": "grafana-postgresql-datasource", "scanwatch-overview": "prometheus",
+          "scanwatch-project": "prometheus"}
 
 
 def test_committed_files_match_the_generator():
@@ -40,11 +45,9 @@ def test_three_dashboards_with_stable_uids_and_variables():
     assert set(dashboards) == {"scanwatch-overview", "scanwatch-project", "scanwatch-history"}
     for uid, dash in dashboards.items():
         names = [v["name"] for v in dash["templating"]["list"]]
-        if uid == "scanwatch-history":  # one data source, the provisioned PostgreSQL one
-            assert names == ["workspace"]
-            continue
         assert names[:2] == ["datasource", "workspace"], uid
         assert dash["templating"]["list"][0]["type"] == "datasource"
+        assert dash["templating"]["list"][0]["query"] == PLUGIN[uid]
     project_vars = {v["name"]: v for v in dashboards["scanwatch-project"]["templating"]["list"]}
     assert "project_id" in project_vars and "(?<value>" in project_vars["project_id"]["regex"]
 
@@ -124,7 +127,7 @@ def test_substitution_leaves_no_grafana_variable():
 def test_the_history_data_source_takes_its_password_from_the_environment():
     text = (GRAFANA / "provisioning" / "datasources" / "scanwatch-history.yml").read_text()
     (source,) = yaml.safe_load(text)["datasources"]
-    assert {"type": source["type"], "uid": source["uid"]} == HISTORY_SOURCE
+    assert (source["type"], source["uid"]) == (HISTORY_SOURCE["type"], "scanwatch-history")
     assert source["secureJsonData"] == {"password": "$SCANWATCH_GRAFANA_DB_PASSWORD"}
     assert "password" not in source and "password" not in source["jsonData"]
     assert source["jsonData"]["database"] and source["user"] and not source["isDefault"]
@@ -134,6 +137,9 @@ def test_provisioning_files():
     ds = yaml.safe_load((GRAFANA / "provisioning" / "datasources" / "scanwatch.yml").read_text())
     (source,) = ds["datasources"]
     assert source["type"] == "prometheus" and source["uid"] == "scanwatch-prometheus"
+    # Not Grafana's default data source: provisioning scanwatch must not change what every other dashboard
+    # and Explore query by default.
+    assert source["isDefault"] is False
     provider = yaml.safe_load((GRAFANA / "provisioning" / "dashboards" / "scanwatch.yml").read_text())
     assert provider["providers"][0]["type"] == "file" and provider["providers"][0]["options"]["path"]
     alerts = yaml.safe_load(GRAFANA_ALERTS.read_text())
@@ -154,3 +160,66 @@ def test_provisioning_files():
                   "detected_at", "issue_id"):
         assert f"$labels.{field}" in rule["annotations"]["description"], field
         assert field in query["model"]["expr"], field
+
+
+def _placeholders(node) -> set[str]:
+    text = json.dumps(node)
+    return set(re.findall(r"\$\{(DS_[A-Z0-9_]+)\}", text))
+
+
+def _datasource_refs(node, path="") -> list[tuple[str, dict]]:
+    """Every `datasource` object of a dashboard, with where it stands."""
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "datasource" and isinstance(value, dict):
+                found.append((path, value))
+            found += _datasource_refs(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += _datasource_refs(value, f"{path}[{i}]")
+    return found
+
+
+def test_dashboards_are_importable_through_grafanas_import_screen():
+    """What Grafana's importer reads (DashboardImport: `__inputs`, `__requires`; "Export for sharing
+    externally" writes them): each data source input names its plugin, every `${DS_...}` in the dashboard is an
+    input and every input is used, `__requires` names Grafana, the data source plugin and every panel plugin,
+    `id` is null; no panel, target or variable names a data source by uid, only through the variable."""
+    for uid, dash in load_dashboards().items():
+        inputs = dash["__inputs"]
+        assert [(i["type"], i["pluginId"]) for i in inputs] == [("datasource", PLUGIN[uid])], uid
+        for i in inputs:
+            assert re.fullmatch(r"DS_[A-Z0-9_]+", i["name"]) and i["label"] and i["pluginName"], i
+        body = {k: v for k, v in dash.items() if k not in ("__inputs", "__requires")}
+        assert _placeholders(body) == {i["name"] for i in inputs}, uid
+        requires = {(r["type"], r["id"]) for r in dash["__requires"]}
+        assert ("grafana", "grafana") in requires and ("datasource", PLUGIN[uid]) in requires, uid
+        kinds = {p["type"] for p in panels(dash) if p["type"] != "row"}
+        assert {i for t, i in requires if t == "panel"} == kinds, uid
+        assert all(r["name"] and "version" in r for r in dash["__requires"]), uid
+        assert dash["id"] is None and dash["uid"] == uid
+        refs = _datasource_refs(body)
+        assert refs, uid
+        for where, ref in refs:
+            assert ref == {"type": PLUGIN[uid], "uid": "${datasource}"}, (uid, where, ref)
+
+        # As the importer does it: the chosen data source's uid written where the input stands.
+        chosen = json.loads(json.dumps(body).replace("${" + inputs[0]["name"] + "}", "imported-uid"))
+        (variable,) = [v for v in chosen["templating"]["list"] if v["type"] == "datasource"]
+        assert variable["current"]["value"] == "imported-uid" and "${DS_" not in json.dumps(chosen)
+
+
+@pytest.mark.parametrize("rendered", [
+    '{project="Shop, \\"EU\\"",project_id="p-1"} 80',
+    '{project_id="p-1",project="Shop, \\"EU\\""} 80',
+    '{workspace="acme",project_id="p-1",instance="x",project="Shop, \\"EU\\""} 80',
+])
+def test_the_project_variable_does_not_depend_on_label_order(rendered):
+    (variable,) = [v for v in load_dashboards()["scanwatch-project"]["templating"]["list"]
+                   if v["name"] == "project_id"]
+    pattern = re.compile(variable["regex"].strip("/").replace("(?<", "(?P<"))
+    match = pattern.search(rendered)
+    assert match, rendered
+    assert match.group("value") == "p-1"
+    assert match.group("text") == 'Shop, \\"EU\\"'

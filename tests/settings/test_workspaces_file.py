@@ -84,3 +84,27 @@ def test_a_bad_file_syncs_nothing_and_touches_nothing(tmp_path):
         f"scanwatch sync: {path}: workspaces[1] (globex): field 'api_key_env': KEY_UNSET is not set: "
         "create an API key (rst_...) under Settings, API keys"]
     assert not db.parent.exists()
+
+
+def test_a_label_names_the_workspace_on_metrics_and_the_name_stays_the_cli_s(tmp_path):
+    acme, globex = _load(tmp_path, GOOD.replace("    api_key_env: KEY_A\n",
+                                                "    api_key_env: KEY_A\n    label: Acme Corp\n")).workspaces
+    assert (acme.name, acme.label) == ("acme", "Acme Corp")
+    assert (globex.name, globex.label) == ("globex", "globex")
+
+
+@pytest.mark.parametrize(("label", "says"), [
+    ("''", "field 'label' must be the name to show"),
+    ("' Acme'", "no leading or trailing space"),
+    ("[Acme]", "field 'label' must be"),
+    ('"Acme\\nCorp"', "field 'label' must be"),
+    ("default", "not 'default'"),
+    ("rst_abcdef", "field 'label' must be"),
+    ("globex", "(globex): field 'label': 'globex' is already acme's label"),
+])
+def test_a_bad_label_is_one_line(tmp_path, label, says):
+    text = GOOD.replace("    api_key_env: KEY_A\n", f"    api_key_env: KEY_A\n    label: {label}\n")
+    with pytest.raises(ConfigError) as err:
+        _ = _load(tmp_path, text).workspaces
+    line = str(err.value)
+    assert says in line and "workspaces" in line and "\n" not in line and "rst_abcdef" not in line

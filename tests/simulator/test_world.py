@@ -108,3 +108,23 @@ def test_scales() -> None:
     assert 16_000 <= sum(len(large.targets[t].scan_ids) for t in targets) <= 24_000
     real = build_world(SimConfig(scale="small", seed=3, clock="real"), make_clock("real"))
     assert sorted(real.issues) == sorted(build_world(SimConfig(scale="small", seed=3), make_clock("driven")).issues)
+
+
+def test_each_pro_workspace_scans_its_own_addresses() -> None:
+    """A second Pro workspace is shaped like the main one but owns its sites: none of its targets carries an
+    address of another workspace (it used to repeat `shop.acme-demo.com` and the rest)."""
+    for scale in ("small", "medium"):
+        world = build_world(SimConfig(scale=scale, pro_workspaces=3), make_clock("driven"))
+        addresses = {}
+        for ws_id in world.pro_workspace_ids:
+            ws = world.workspaces[ws_id]
+            addresses[ws.name] = {world.targets[t].address for p in ws.project_ids
+                                  for t in world.projects[p].target_ids}
+        others = world.pro_workspace_ids[1:]
+        for n, ws_id in enumerate(others, start=2):
+            own = addresses[world.workspaces[ws_id].name]
+            assert own and all(f"pro{n}" in a for a in own), (scale, sorted(own)[:3])
+        names = list(addresses)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                assert not addresses[a] & addresses[b], (scale, a, b, sorted(addresses[a] & addresses[b])[:3])

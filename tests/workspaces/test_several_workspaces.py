@@ -227,6 +227,13 @@ def test_with_dagster_home_the_summary_still_reaches_the_terminal(deployment, fi
     assert done.returncode == 1
     assert re.match(r"scanwatch sync: ok \(acme, beta\) in ", done.stdout), (done.stdout, done.stderr)
     assert done.stderr.strip().splitlines()[-1].startswith("scanwatch sync: workspace gamma failed in account")
+    # Dagster's run list names the job a CLI sync ran, as it names a schedule's (not `__ephemeral_asset_job__`).
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs()
+    assert sorted((r.job_name, r.tags.get("dagster/partition"), r.tags.get("scanwatch/trigger")) for r in runs) == [
+        ("sync_job", name, "cli") for name in ("acme", "beta", "gamma")]
 
 
 RATE_LIMIT, RATE_WINDOW = 4, 2.0  # per key; a first sync of one small workspace needs about 15 requests

@@ -1,0 +1,95 @@
+"""`scanwatch backup` and `scanwatch restore` on both engines: a backup taken while a writer holds the history
+restores to a history equal to the original (tests/history_dump.py), and the restored history syncs on.
+
+The writer holds the history as a sync's merge does, with a change of its own not yet committed when the
+backup starts: on DuckDB it holds the file's lock (the backup waits for it, then copies the state the writer
+committed); on PostgreSQL its transaction is open (pg_dump is not blocked, and copies the committed state,
+without the writer's change).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from simulator.testing import SimConfig, serve_simulator
+from tests.backends import is_postgres
+from tests.history_dump import diff, dump_history
+from tests.reliability.harness import ROOT, assert_one_line, cli, service_env
+
+RENAME = "UPDATE projects SET name = name || ' (renamed)'"
+HOLD_DUCKDB = f"""
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1])
+con.execute("BEGIN")
+con.execute("{RENAME}")
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+con.execute("COMMIT")
+con.close()
+"""
+
+
+@pytest.fixture(scope="module")
+def sim():
+    with serve_simulator(SimConfig(seed=17, scale="small", clock="driven", control=True, rate_limit=100000)) as s:
+        yield s
+
+
+def test_a_backup_taken_while_a_writer_holds_the_history_restores_to_an_equal_history(sim, new_history, tmp_path):
+    db = new_history()
+    env = service_env(sim, db, SCANWATCH_SNAPSHOT=str(tmp_path / "metrics"))
+    assert cli(["sync", "--quiet"], env).returncode == 0
+    before = dump_history(db)
+    backup = tmp_path / "history.backup"
+
+    if is_postgres(db):
+        import psycopg
+
+        with psycopg.connect(db) as writer:
+            writer.execute(RENAME)  # a transaction left open, as a merge under way
+            done = cli(["backup", str(backup)], env, timeout=120)
+            writer.commit()
+        committed_at_backup = before
+    else:
+        writer = subprocess.Popen([sys.executable, "-c", HOLD_DUCKDB, db, "3"], stdout=subprocess.PIPE, text=True)
+        assert writer.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        done = cli(["backup", str(backup)], env, timeout=120)
+        assert time.monotonic() - started >= 1.5  # it waited for the writer
+        assert writer.wait(30) == 0
+    assert done.returncode == 0, done.stderr
+    assert "scanwatch backup: " in done.stdout and "scanwatch restore" in done.stdout
+    original = dump_history(db)
+    if not is_postgres(db):
+        committed_at_backup = original  # the writer committed before the copy began
+    assert diff(original, before), "the writer changed nothing: the test would prove nothing"
+
+    restored = new_history()
+    into = {**env, "SCANWATCH_DB": restored}
+    done = cli(["restore", str(backup)], into, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert diff(dump_history(restored), committed_at_backup) == {}
+
+    # A restore never replaces a history unless told, and the restored history syncs on.
+    again = cli(["restore", str(backup)], into, timeout=120)
+    assert again.returncode == 2
+    assert_one_line(again.stderr, must_contain="--replace")
+    sim.run_round()
+    assert cli(["sync", "--quiet"], into).returncode == 0
+
+
+def test_a_backup_never_overwrites_a_file(sim, tmp_path):
+    db = tmp_path / "history.duckdb"
+    env = service_env(sim, db)
+    assert cli(["sync", "--quiet"], env).returncode == 0
+    taken = tmp_path / "taken"
+    taken.write_text("keep me")
+    done = cli(["backup", str(taken)], env)
+    assert done.returncode == 2
+    assert_one_line(done.stderr, must_contain="already exists")
+    assert taken.read_text() == "keep me"
+    assert ROOT.is_dir()
