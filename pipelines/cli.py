@@ -10,6 +10,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TextIO
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulator": ("simulator.cli", "serve the bundled fake Scanning Service and print a working key"),
@@ -39,14 +43,60 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     return parser
 
 
+class _Scrubbed:
+    """A text stream whose writes lose every secret of a history location this process has seen.
+
+    The last filter before stderr: a command's own lines mask the URL already, but a driver's or a library's
+    text (a host libpq resolved out of a misread password, a log record, a warning) passes here too.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from pipelines.history_location import scrub_all
+
+        self._stream.write(scrub_all(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _one_line(command: str, exc: BaseException, *, unexpected: bool = True) -> str:
+    """An error as one line, secrets out; one no command expected keeps its class and where it came from."""
+    from pipelines.history_location import scrub_all
+
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if unexpected:
+        frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+        where = f" (at {Path(frame[0].filename).name}:{frame[0].lineno})" if frame else ""
+        text = f"{type(exc).__name__}: {text[:500]}{where}"
+    return scrub_all(f"scanwatch {command}: {text}")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not isinstance(sys.stderr, _Scrubbed):
+        sys.stderr = _Scrubbed(sys.stderr)
     args = build_parser(argv).parse_args(argv)
+    from pipelines.credentials import ConfigError
+
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         print(f"scanwatch {args.command}: interrupted", file=sys.stderr)
         return 130
+    except ConfigError as exc:
+        print(_one_line(args.command, exc, unexpected=False), file=sys.stderr)
+        return 2
+    except Exception as exc:  # the last stop: one line, never a traceback with a secret in it
+        print(_one_line(args.command, exc), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
