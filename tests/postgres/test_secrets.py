@@ -161,6 +161,11 @@ def test_a_password_with_url_characters_appears_nowhere(pg_server, pg_database, 
         assert code == 0, err[-2000:]
         texts += [out, err]
         pg_server.psql("GRANT SELECT ON ALL TABLES IN SCHEMA public TO odd", database=db)
+        # A revoked key (401) on the same history: its failure is recorded in sync_runs, its key nowhere.
+        revoked = sim.keys["revoked"]
+        code, out, err = _in_process(monkeypatch, capsys, {**env, "SCANWATCH_API_KEY": revoked}, good, "sync")
+        assert code == 1 and "failed in account" in err, err
+        texts += [out, err]
         code, out, err = _in_process(monkeypatch, capsys, env, in_query, "sql", "SELECT count(*) AS n FROM accounts",
                                      "--format", "csv")
         assert (code, out.split()) == (0, ["n", "1"]), err
@@ -207,8 +212,11 @@ def test_a_password_with_url_characters_appears_nowhere(pg_server, pg_database, 
         assert any(run.status == dg.DagsterRunStatus.FAILURE for run in runs)
         for run in runs:
             texts += [repr(entry) for entry in instance.all_logs(run.run_id)]
-    texts += _history_texts(good)
+    history = _history_texts(good)
+    assert any("401" in t for t in history), "the revoked key's failure was not recorded"
+    texts += history
+    forms = [*ODD_FORMS, *HORSE_FORMS, revoked[4:]]
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
-    leaks = [(t[:300], s) for t in texts for s in ODD_FORMS + HORSE_FORMS if s in t]
-    leaks += [(str(p), s) for p in files for s in ODD_FORMS + HORSE_FORMS if s.encode() in p.read_bytes()]
+    leaks = [(t[:300], s) for t in texts for s in forms if s in t]
+    leaks += [(str(p), s) for p in files for s in forms if s.encode() in p.read_bytes()]
     assert not leaks, leaks[:5]
