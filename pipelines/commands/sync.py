@@ -81,6 +81,16 @@ def _sigint_watch() -> Iterator[list[bool]]:
         writer.close()
 
 
+def _refuse_newer_file(history) -> None:
+    """A DuckDB history a newer scanwatch wrote is one line before any step; read without waiting (a file
+    another sync writes is left to the steps, which wait their turn and check it then)."""
+    from pipelines.storage import HistoryLockedError, reader, schema_version
+    from pipelines.storage.db import refuse_newer
+
+    with contextlib.suppress(HistoryLockedError), reader(history) as conn:
+        refuse_newer(conn, schema_version(conn))
+
+
 def run(args: argparse.Namespace) -> int:
     from pipelines.settings import ConfigError, Settings
 
@@ -97,16 +107,20 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
         return 2
-    if settings.history.is_postgres:
-        # The server is asked once before Dagster starts (and the schema carried forward), so a wrong password
-        # or an unreachable host is one line, not one per asset and workspace.
-        from pipelines.storage import HistoryUnavailableError, connect
+    from pipelines.storage import HistoryUnavailableError
 
-        try:
+    try:
+        if settings.history.is_postgres:
+            # The server is asked once before Dagster starts (and the schema carried forward), so a wrong
+            # password or an unreachable host is one line, not one per asset and workspace.
+            from pipelines.storage import connect
+
             connect(settings.history).close()
-        except HistoryUnavailableError as exc:
-            print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
-            return 2
+        elif settings.history.path.is_file():
+            _refuse_newer_file(settings.history)
+    except HistoryUnavailableError as exc:
+        print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
+        return 2
 
     from pipelines.materialize import materialize_all, show_progress
 
