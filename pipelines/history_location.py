@@ -29,6 +29,7 @@ _DELIMITERS = re.compile(r"[@/:?#&\s]+")
 # the whole password, and every longer piece of it, always are.
 MIN_PIECE = 4
 _KNOWN: dict[str, None] = {}  # every secret of every location this process has seen, for `scrub_all`
+_KNOWN_VALUES: set[str] = set()  # the SCANWATCH_DB values already read for it
 
 
 def _userinfos(rest: str) -> list[str]:
@@ -118,7 +119,10 @@ def remember(value: str) -> None:
 def scrub_all(text: str) -> str:
     """`text` without any secret of a history location this process has seen (SCANWATCH_DB's included): the
     last filter before a message leaves scanwatch (a command's line, a log record)."""
-    remember(os.environ.get("SCANWATCH_DB", ""))
+    given = os.environ.get("SCANWATCH_DB", "")
+    if given not in _KNOWN_VALUES:
+        _KNOWN_VALUES.add(given)
+        remember(given)
     return scrub(text, list(_KNOWN))
 
 
