@@ -14,8 +14,12 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from pipelines.text import printable
+
+if TYPE_CHECKING:
+    from pipelines.history_location import HistoryLocation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,7 +85,7 @@ def _sigint_watch() -> Iterator[list[bool]]:
         writer.close()
 
 
-def _refuse_newer_file(history) -> None:
+def _refuse_newer_file(history: HistoryLocation) -> None:
     """A DuckDB history a newer scanwatch wrote is one line before any step; read without waiting (a file
     another sync writes is left to the steps, which wait their turn and check it then)."""
     from pipelines.storage import HistoryLockedError, reader, schema_version

@@ -223,3 +223,11 @@ def test_every_branch_of_a_refused_connection_is_one_right_line_without_the_pass
     finally:
         if case == "not_accepting":
             pg_server.psql(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS true')
+
+
+def test_a_url_libpq_cannot_read_is_one_line_without_the_password(pg_server, pg_database, capsys, monkeypatch):
+    """A parameter libpq does not know: refused before any connection, the URL masked."""
+    done = sync_in_process(f"{pg_database}?sslmode=disable&no_such_option=1", capsys, monkeypatch)
+    assert done.returncode == 2
+    line = one_line(done, pg_server.password)
+    assert "not a valid PostgreSQL URL" in line and "no_such_option" in line, line
