@@ -157,18 +157,16 @@ def test_a_password_with_url_characters_appears_nowhere(pg_server, pg_database, 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SCANWATCH_", "DAGSTER_", "PG"))}
         env.update(SCANWATCH_BASE_URL=sim.base_url, SCANWATCH_API_KEY=sim.api_key, DAGSTER_HOME=str(home),
                    PYTHONPATH=str(ROOT), HOME=str(tmp_path))
-        code, out, err = _in_process(monkeypatch, capsys, env, good, "sync")
-        assert code == 0, err[-2000:]
-        texts += [out, err]
-        pg_server.psql("GRANT SELECT ON ALL TABLES IN SCHEMA public TO odd", database=db)
-        # A revoked key (401) on the same history: its failure is recorded in sync_runs, its key nowhere.
+        # The encoded URL opens the history (a successful sync with such a password is the test above); a
+        # revoked key (401) then fails the sync, recorded in sync_runs, its key nowhere.
         revoked = sim.keys["revoked"]
         code, out, err = _in_process(monkeypatch, capsys, {**env, "SCANWATCH_API_KEY": revoked}, good, "sync")
         assert code == 1 and "failed in account" in err, err
         texts += [out, err]
-        code, out, err = _in_process(monkeypatch, capsys, env, in_query, "sql", "SELECT count(*) AS n FROM accounts",
+        pg_server.psql("GRANT SELECT ON ALL TABLES IN SCHEMA public TO odd", database=db)
+        code, out, err = _in_process(monkeypatch, capsys, env, in_query, "sql", "SELECT count(*) AS n FROM sync_runs",
                                      "--format", "csv")
-        assert (code, out.split()) == (0, ["n", "1"]), err
+        assert code == 0 and out.split()[0] == "n" and int(out.split()[1]) > 0, err
         texts += [out, err]
         refused = []
         for url, args in ((raw_odd, ["sync"]), (raw_odd, ["sql", "SELECT 1"]), (raw_horse, ["sync"]),
