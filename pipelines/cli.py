@@ -81,8 +81,15 @@ def _one_line(command: str, exc: BaseException, *, unexpected: bool = True) -> s
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not isinstance(sys.stderr, _Scrubbed):
-        sys.stderr = _Scrubbed(sys.stderr)
+    stderr = sys.stderr
+    sys.stderr = stderr if isinstance(stderr, _Scrubbed) else _Scrubbed(stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stderr = stderr
+
+
+def _main(argv: list[str]) -> int:
     args = build_parser(argv).parse_args(argv)
     from pipelines.credentials import ConfigError
 
