@@ -88,11 +88,14 @@ def test_a_revoked_key_is_in_no_column_of_the_history(sim, deployment, first_syn
     assert key.startswith("rst_")
     errors = query(db, "SELECT error FROM sync_runs WHERE workspace_label = 'gamma' AND status = 'failure'")
     assert errors and all("401" in e or "revoked" in e for (e,) in errors), errors
-    columns = query(db, "SELECT table_name, column_name FROM information_schema.columns WHERE data_type IN "
-                        "('VARCHAR', 'JSON') AND table_schema = current_schema()")
-    assert ("sync_runs", "error") in columns
-    found = [(t, c) for t, c in columns
-             if query(db, f'SELECT count(*) FROM "{t}" WHERE strpos(CAST("{c}" AS VARCHAR), \'{key[4:]}\') > 0')[0][0]]
+    from tests.backends import reader
+
+    with reader(db) as conn:
+        columns = conn.execute("SELECT table_name, column_name FROM information_schema.columns WHERE data_type IN "
+                               "('VARCHAR', 'JSON') AND table_schema = current_schema()").fetchall()
+        assert ("sync_runs", "error") in columns
+        found = [(t, c) for t, c in columns if conn.execute(
+            f'SELECT count(*) FROM "{t}" WHERE strpos(CAST("{c}" AS VARCHAR), ?) > 0', [key[4:]]).fetchone()[0]]
     assert not found, found
     assert key[4:] not in first_sync.stdout + first_sync.stderr
 
