@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import sys
 import traceback
 from collections.abc import Iterable
@@ -50,13 +51,14 @@ class _Scrubbed:
     text (a host libpq resolved out of a misread password, a log record, a warning) passes here too.
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, also: tuple[str, ...] = ()) -> None:
         self._stream = stream
+        self._also = also
 
     def write(self, text: str) -> int:
         from pipelines.history_location import scrub_all
 
-        self._stream.write(scrub_all(text))
+        self._stream.write(scrub_all(text, self._also))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
@@ -65,6 +67,12 @@ class _Scrubbed:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def _given_locations(argv: list[str]) -> tuple[str, ...]:
+    """The `--db` values of the command line: their secrets are taken out of stderr as SCANWATCH_DB's are."""
+    found = [value for flag, value in itertools.pairwise(argv) if flag == "--db"]
+    return tuple(found + [a.split("=", 1)[1] for a in argv if a.startswith("--db=")])
 
 
 def _one_line(command: str, exc: BaseException, *, unexpected: bool = True) -> str:
@@ -76,13 +84,13 @@ def _one_line(command: str, exc: BaseException, *, unexpected: bool = True) -> s
         frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
         where = f" (at {Path(frame[0].filename).name}:{frame[0].lineno})" if frame else ""
         text = f"{type(exc).__name__}: {text[:500]}{where}"
-    return scrub_all(f"scanwatch {command}: {text}")
+    return scrub_all(f"scanwatch {command}: {text}")  # and `--db`'s, by stderr itself
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     stderr = sys.stderr
-    sys.stderr = stderr if isinstance(stderr, _Scrubbed) else _Scrubbed(stderr)
+    sys.stderr = _Scrubbed(stderr._stream if isinstance(stderr, _Scrubbed) else stderr, _given_locations(argv))
     try:
         return _main(argv)
     finally:

@@ -11,6 +11,7 @@ and error, and `scrub()` for text a driver wrote, in case it echoes what it was 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -28,8 +29,6 @@ _DELIMITERS = re.compile(r"[@/:?#&\s]+")
 # Pieces of a password shorter than this are not hunted on their own (they would mask "db" or a port);
 # the whole password, and every longer piece of it, always are.
 MIN_PIECE = 4
-_KNOWN: dict[str, None] = {}  # every secret of every location this process has seen, for `scrub_all`
-_KNOWN_VALUES: set[str] = set()  # the SCANWATCH_DB values already read for it
 
 
 def _userinfos(rest: str) -> list[str]:
@@ -110,20 +109,16 @@ def scrub(text: str, secrets: tuple[str, ...] | list[str]) -> str:
     return text
 
 
-def remember(value: str) -> None:
-    """Keep `value`'s secrets for `scrub_all`: whatever message later leaves this process loses them."""
-    for secret in secrets_of(value):
-        _KNOWN.setdefault(secret, None)
+@functools.lru_cache(maxsize=16)
+def _secrets_cached(value: str) -> tuple[str, ...]:
+    return secrets_of(value)
 
 
-def scrub_all(text: str) -> str:
-    """`text` without any secret of a history location this process has seen (SCANWATCH_DB's included): the
-    last filter before a message leaves scanwatch (a command's line, a log record)."""
-    given = os.environ.get("SCANWATCH_DB", "")
-    if given not in _KNOWN_VALUES:
-        _KNOWN_VALUES.add(given)
-        remember(given)
-    return scrub(text, list(_KNOWN))
+def scrub_all(text: str, also: tuple[str, ...] = ()) -> str:
+    """`text` without any secret of `SCANWATCH_DB` (as the environment holds it now) or of the locations in
+    `also` (a `--db` given): the last filter before a command's message leaves scanwatch."""
+    secrets = [s for value in (os.environ.get("SCANWATCH_DB", ""), *also) for s in _secrets_cached(value)]
+    return scrub(text, secrets)
 
 
 _CONNINFO = re.compile(r"(?i)(^|\s)(host|hostaddr|port|dbname|user|password|service|sslmode)\s*=")
@@ -134,9 +129,6 @@ class HistoryLocation:
     """One history: `engine` is `duckdb` (a file at `path`) or `postgres` (the database at `url`)."""
 
     value: str = field(repr=False)
-
-    def __post_init__(self) -> None:
-        remember(self.value)
 
     @classmethod
     def parse(cls, value: str | Path, variable: str = "SCANWATCH_DB") -> HistoryLocation:

@@ -103,3 +103,24 @@ def test_a_url_each_parser_reads_differently_is_refused_in_one_line(value, says)
     with pytest.raises(ConfigError, match=says) as caught:
         HistoryLocation.parse(value)
     assert not any(s in str(caught.value) for s in ("Ab+9", "xYz", "Tr0ub4dor", "horse", "pa?ss"))
+
+
+@pytest.mark.parametrize("where", ["env", "--db"])
+def test_nothing_a_command_writes_to_stderr_carries_the_password(where, monkeypatch, capsys):
+    """The CLI's last filter: a driver's text that no scanwatch line masked (a log record with the URL, an
+    exception quoting the host libpq cut from the password) loses the password and its pieces, and an error no
+    command expected is one line, not a traceback."""
+    from pipelines import cli
+
+    url = "postgresql://u:Tr0ub4dor@horse@127.0.0.1:5432/h"
+    monkeypatch.setitem(cli.SUBCOMMANDS, "sync", ("tests.settings.raising_command", "fails"))
+    monkeypatch.delenv("SCANWATCH_DB", raising=False)
+    argv = ["sync", "--db", url] if where == "--db" else ["sync"]
+    if where == "env":
+        monkeypatch.setenv("SCANWATCH_DB", url)
+    capsys.readouterr()
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "horse" not in err and "Tr0ub4dor" not in err, err
+    assert "connecting to postgresql://u:***@" in err and "failed to resolve host '***@127.0.0.1'" in err, err
+    assert err.splitlines()[-1].startswith("scanwatch sync: RuntimeError: failed to resolve host"), err
