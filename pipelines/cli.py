@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import sys
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TextIO
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulator": ("simulator.cli", "serve the bundled fake Scanning Service and print a working key"),
@@ -55,14 +60,74 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     return parser
 
 
+class _Scrubbed:
+    """A text stream whose writes lose every secret of a history location this process has seen.
+
+    The last filter before stderr: a command's own lines mask the URL already, but a driver's or a library's
+    text (a host libpq resolved out of a misread password, a log record, a warning) passes here too.
+    """
+
+    def __init__(self, stream: TextIO, also: tuple[str, ...] = ()) -> None:
+        self._stream = stream
+        self._also = also
+
+    def write(self, text: str) -> int:
+        from pipelines.history_location import scrub_all
+
+        self._stream.write(scrub_all(text, self._also))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _given_locations(argv: list[str]) -> tuple[str, ...]:
+    """The `--db` values of the command line: their secrets are taken out of stderr as SCANWATCH_DB's are."""
+    found = [value for flag, value in itertools.pairwise(argv) if flag == "--db"]
+    return tuple(found + [a.split("=", 1)[1] for a in argv if a.startswith("--db=")])
+
+
+def _one_line(command: str, exc: BaseException, *, unexpected: bool = True) -> str:
+    """An error as one line, secrets out; one no command expected keeps its class and where it came from."""
+    from pipelines.history_location import scrub_all
+
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if unexpected:
+        frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+        where = f" (at {Path(frame[0].filename).name}:{frame[0].lineno})" if frame else ""
+        text = f"{type(exc).__name__}: {text[:500]}{where}"
+    return scrub_all(f"scanwatch {command}: {text}")  # and `--db`'s, by stderr itself
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    stderr = sys.stderr
+    sys.stderr = _Scrubbed(stderr._stream if isinstance(stderr, _Scrubbed) else stderr, _given_locations(argv))
+    try:
+        return _main(argv)
+    finally:
+        sys.stderr = stderr
+
+
+def _main(argv: list[str]) -> int:
     args = build_parser(argv).parse_args(argv)
+    from pipelines.credentials import ConfigError
+
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         print(f"scanwatch {args.command}: interrupted", file=sys.stderr)
         return 130
+    except ConfigError as exc:
+        print(_one_line(args.command, exc, unexpected=False), file=sys.stderr)
+        return 2
+    except Exception as exc:  # the last stop: one line, never a traceback with a secret in it
+        print(_one_line(args.command, exc), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

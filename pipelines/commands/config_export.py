@@ -14,8 +14,13 @@ differs is never replaced silently: the export names it and writes nothing unles
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
+import shutil
+import stat
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,31 +86,118 @@ def contents(prometheus_url: str) -> dict[Path, bytes]:
 
 
 def export(target: Path, *, prometheus_url: str = DEFAULT_PROMETHEUS_URL, overwrite: bool = False) -> Outcome:
-    """Write every file, or none: a file in the way (differing, or not a file) stops the export before any write."""
+    """Write every file, or none, and none through a symbolic link.
+
+    Everything in the way (a differing file, a file where a folder goes, a link anywhere below DIR on the paths
+    written) stops the export before any write. The files are then written into a fresh private folder inside
+    DIR (a random name, created exclusively: no name there can be planted) and each renamed into place
+    through folder descriptors opened without following links, so a link swapped in meanwhile fails the
+    rename rather than redirecting it; a rename replaces the name itself, never what it points to.
+    """
     wanted = contents(prometheus_url)
     if target.exists() and not target.is_dir():
         raise ExportError(f"{target} is a file; give a folder")
-    written, unchanged, replaced, blocked = [], [], [], []
+    written, unchanged, replaced, blocked, links = [], [], [], [], []
     for rel, data in wanted.items():
-        path = target / rel
-        if path.is_file() and path.read_bytes() == data:
-            unchanged.append(rel)
-        elif path.exists() or path.is_symlink():
-            (replaced if overwrite and path.is_file() and not path.is_symlink() else blocked).append(rel)
-        else:
+        state = _state(target, rel)
+        if state == "link":
+            links.append(rel)
+        elif state == "absent":
             written.append(rel)
+        elif state == "file" and (target / rel).read_bytes() == data:
+            unchanged.append(rel)
+        elif state == "file" and overwrite:
+            replaced.append(rel)
+        else:
+            blocked.append(rel)
+    if links:
+        where = sorted({str(_first_link(target, rel)) for rel in links})
+        raise ExportError(f"{', '.join(where[:5])} in {target} is a symbolic link, and the export writes through "
+                          "none: remove it, or export into another folder (nothing was written)")
     if blocked:
         names = ", ".join(str(p) for p in blocked[:5]) + (f" and {len(blocked) - 5} more" if len(blocked) > 5 else "")
         how = "move them away" if overwrite else "compare them, then move them away or pass --overwrite"
-        raise ExportError(f"{len(blocked)} file(s) in {target} differ from this version's and were left as "
-                          f"they are: {names}; {how} (nothing was written)")
-    for rel in [*written, *replaced]:
-        path = target / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(f".{path.name}.scanwatch-tmp")
-        temp.write_bytes(wanted[rel])
-        temp.replace(path)
+        raise ExportError(f"{len(blocked)} file(s) in {target} differ from this version's or are not files and were "
+                          f"left as they are: {names}; {how} (nothing was written)")
+    todo = [*written, *replaced]
+    if todo:
+        _write_all(target, {rel: wanted[rel] for rel in todo})
     return Outcome(written, unchanged, replaced)
+
+
+def _state(target: Path, rel: Path) -> str:
+    """What is at `target/rel`, links not followed: `absent`, `file`, `link` (itself or a folder on the way),
+    or `other` (a folder where the file goes, a file where a folder goes)."""
+    path = target
+    for i, part in enumerate(rel.parts):
+        path = path / part
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            return "absent"
+        if stat.S_ISLNK(mode):
+            return "link"
+        last = i == len(rel.parts) - 1
+        if (last and not stat.S_ISREG(mode)) or (not last and not stat.S_ISDIR(mode)):
+            return "other"
+    return "file"
+
+
+def _first_link(target: Path, rel: Path) -> Path:
+    path = Path()
+    for part in rel.parts:
+        path = path / part
+        if (target / path).is_symlink():
+            return path
+    return rel
+
+
+_NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def _write_all(target: Path, files: dict[Path, bytes]) -> None:
+    """Every file into a private folder first (a full disk fails here, before any name in DIR changes), then
+    each renamed into place."""
+    target.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".scanwatch-export-", dir=target))
+    try:
+        staged = {}
+        for i, (rel, data) in enumerate(files.items()):
+            fd = os.open(staging / str(i), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            staged[rel] = str(i)
+        root = os.open(target, _NOFOLLOW_DIR)
+        source = os.open(staging, _NOFOLLOW_DIR)
+        try:
+            for rel, name in staged.items():
+                folder = _open_folders(root, rel.parts[:-1])
+                try:
+                    os.replace(name, rel.parts[-1], src_dir_fd=source, dst_dir_fd=folder)
+                finally:
+                    if folder != root:
+                        os.close(folder)
+        finally:
+            os.close(source)
+            os.close(root)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _open_folders(root: int, parts: tuple[str, ...]) -> int:
+    """The folder `parts` below `root`, each made if missing and opened without following a link (a link
+    there is ELOOP or ENOTDIR, never a way out of DIR)."""
+    fd = root
+    for part in parts:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(part, 0o755, dir_fd=fd)
+        try:
+            child = os.open(part, _NOFOLLOW_DIR, dir_fd=fd)
+        finally:
+            if fd != root:
+                os.close(fd)
+        fd = child
+    return fd
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,8 +14,12 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from pipelines.text import printable
+
+if TYPE_CHECKING:
+    from pipelines.history_location import HistoryLocation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,6 +88,16 @@ def _sigint_watch() -> Iterator[list[bool]]:
         writer.close()
 
 
+def _refuse_newer_file(history: HistoryLocation) -> None:
+    """A DuckDB history a newer scanwatch wrote is one line before any step; read without waiting (a file
+    another sync writes is left to the steps, which wait their turn and check it then)."""
+    from pipelines.storage import HistoryLockedError, reader, schema_version
+    from pipelines.storage.db import refuse_newer
+
+    with contextlib.suppress(HistoryLockedError), reader(history) as conn:
+        refuse_newer(conn, schema_version(conn))
+
+
 def run(args: argparse.Namespace) -> int:
     from pipelines.settings import ConfigError, Settings
 
@@ -134,19 +148,23 @@ def _history_deadline(settings) -> Iterator:
 
 
 def _run(args: argparse.Namespace, settings, cut) -> int:
-    if settings.history.is_postgres:
-        # The server is asked once before Dagster starts (and the schema carried forward), so a wrong password
-        # or an unreachable host is one line, not one per asset and workspace.
-        from pipelines.storage import HistoryUnavailableError, connect
+    from pipelines.storage import HistoryUnavailableError
 
-        try:
+    try:
+        if settings.history.is_postgres:
+            # The server is asked once before Dagster starts (and the schema carried forward), so a wrong
+            # password or an unreachable host is one line, not one per asset and workspace.
+            from pipelines.storage import connect
+
             connect(settings.history).close()
-        except HistoryUnavailableError as exc:
-            if cut is not None and cut.expired:
-                print(f"scanwatch sync: {printable(cut.reason)}", file=sys.stderr)
-                return 1
-            print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
-            return 2
+        elif settings.history.path.is_file():
+            _refuse_newer_file(settings.history)
+    except HistoryUnavailableError as exc:
+        if cut is not None and cut.expired:
+            print(f"scanwatch sync: {printable(cut.reason)}", file=sys.stderr)
+            return 1
+        print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
+        return 2
 
     from pipelines.materialize import materialize_all, show_progress
 

@@ -17,12 +17,19 @@ from typing import Any
 
 from pipelines.history_location import HistoryLocation
 from pipelines.sqlfiles import read_sql, sql_dir, transaction
-from pipelines.storage.engines import Connection, HistoryLockedError, as_connection, location_of
+from pipelines.storage.engines import (
+    Connection,
+    HistoryLockedError,
+    HistoryUnavailableError,
+    as_connection,
+    location_of,
+)
 from pipelines.storage.engines.duckdb_engine import DUCKDB, SETTINGS, file_writer
 from pipelines.storage.reference import vocabulary_current, write_vocabulary
 from pipelines.storage.views import definitions, digest, drop_views, write_views
 
-__all__ = ["SETTINGS", "HistoryLockedError", "connect", "migrate", "reader", "schema_version", "writer"]
+__all__ = ["SETTINGS", "HistoryLockedError", "HistoryNewerError", "connect", "migrate", "reader", "refuse_newer",
+           "schema_version", "writer"]
 
 _MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 _ENGINES = re.compile(r"^--\s*engines:\s*(.+)$", re.MULTILINE)
@@ -49,6 +56,20 @@ def applies_to(text: str, engine: str) -> bool:
     return named is None or engine in {e.strip() for e in named.group(1).split(",")}
 
 
+class HistoryNewerError(HistoryUnavailableError):
+    """The history is at a schema newer than this code's: a newer scanwatch wrote it. This one may read it but
+    never writes it, least of all its views layer, which it would rewrite with its own older definitions."""
+
+
+def refuse_newer(conn: Connection, version: int) -> None:
+    """HistoryNewerError when `version` (the history's) is above this code's, in one line naming both."""
+    ours = latest_version()
+    if version > ours:
+        raise HistoryNewerError(
+            f"the history at {conn.label} is at schema {version}, newer than this scanwatch's {ours}: this version "
+            "only reads it (scanwatch sql, the exporter); sync with the scanwatch that wrote it, or upgrade this one")
+
+
 def schema_version(conn: Any) -> int:
     conn = as_connection(conn)
     if not _has_table(conn, "schema_migrations"):
@@ -65,6 +86,7 @@ def migrate(conn: Any, *, target: int | None = None) -> list[int]:
     with conn.engine.migrating(conn):
         conn.execute(read_sql("storage/schema_migrations.sql"))
         current = schema_version(conn)
+        refuse_newer(conn, current)
         for version, name in _migrations():
             if version <= current or (target is not None and version > target):
                 continue
@@ -98,6 +120,7 @@ def _up_to_date(conn: Connection) -> bool:
         version, views = conn.execute(read_sql("storage/current.sql")).fetchall()[0]
     except conn.engine.missing_table:
         return False
+    refuse_newer(conn, version)
     views_wanted = definitions()
     if version != latest_version() or views != digest(views_wanted) or not conn.engine.layer_current(conn):
         return False

@@ -14,7 +14,7 @@ import pytest
 
 from pipelines import milestones
 from pipelines.commands.sync import _root_cause
-from pipelines.storage import connect
+from pipelines.storage import HistoryUnavailableError, connect
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import dump, failure, rows, sync_history
 
@@ -163,3 +163,74 @@ def test_a_server_restarting_mid_merge_fails_the_sync_in_one_line_and_the_next_s
         assert reference.success, failure(reference)
     assert dump(work, CORE) == dump(clean, CORE)
     assert rows(work, "SELECT count(*) FROM issues")[0][0] > 0
+
+
+SECRET = "Sec+ret/9="  # given in every URL below, percent-encoded; under trust the server never asks for it
+
+
+_BRANCHES = [
+    ("no_role", "trust", "has no such role"),
+    ("no_role", "password", "refused the password"),  # under password authentication the server tells no more
+    ("wrong_password", "password", "refused the password"),
+    *[(case, auth, says) for auth in ("trust", "password") for case, says in (
+        ("no_database", "has no such database"), ("no_login", "may not log in"),
+        ("unreachable", "cannot reach the PostgreSQL server"),
+        ("not_accepting", "cannot open the PostgreSQL history"))],
+]
+
+
+@pytest.mark.parametrize(("case", "auth", "says"), _BRANCHES)
+def test_every_branch_of_a_refused_connection_is_one_right_line_without_the_password(
+        pg_server, pg_database, case, says, auth, tmp_path, monkeypatch, capsys):
+    """Each answer a server gives a connection, as `sync` and `sql` say it: under trust authentication (the
+    cluster's Unix socket, where the server says which role is missing) and under password authentication
+    (TCP, scram-sha-256, where it does not). The password given is in no line; the line names the fix."""
+    from urllib.parse import quote
+
+    from pipelines.cli import main
+
+    db = pg_database.rsplit("/", 1)[1]
+    role = {"no_role": "nobody_here", "no_login": "cannot_login"}.get(case, "postgres")
+    if case == "no_login":
+        pg_server.psql(f"DO $$ BEGIN CREATE ROLE cannot_login PASSWORD '{SECRET}'; "
+                       "EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    if case == "not_accepting":
+        pg_server.psql(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS false')
+    password = {"postgres": pg_server.password, "cannot_login": SECRET}.get(role, SECRET)
+    if case == "wrong_password":
+        password = SECRET
+    host = quote(str(pg_server.socket_dir), safe="") if auth == "trust" else "127.0.0.1"
+    port = 1 if case == "unreachable" else pg_server.port
+    if case == "unreachable" and auth == "trust":
+        host = quote(str(tmp_path / "no-server-here"), safe="")
+    database = "no_such_history" if case == "no_database" else db
+    url = f"postgresql://{role}:{quote(password, safe='')}@{host}:{port}/{database}"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    try:
+        # The message itself (what Dagster's run storage keeps of a step that fails so), before any output's
+        # own filter.
+        with pytest.raises(HistoryUnavailableError) as caught:
+            connect(url)
+        message = str(caught.value)
+        assert says.split(" ", 1)[1] in message and password not in message and quote(password, safe="") not in message
+        done = sync_in_process(url, capsys, monkeypatch)
+        assert done.returncode == 2
+        line = one_line(done, password, quote(password, safe=""), pg_server.password)
+        assert line.startswith("scanwatch sync: ") and says in line, line
+        assert ":***@" in line, line
+        code = main(["sql", "SELECT 1"])
+        out, err = capsys.readouterr()
+        read = one_line(subprocess.CompletedProcess([], code, out, err), password, quote(password, safe=""))
+        assert code != 0 and says in read, read
+    finally:
+        if case == "not_accepting":
+            pg_server.psql(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS true')
+
+
+def test_a_url_libpq_cannot_read_is_one_line_without_the_password(pg_server, pg_database, capsys, monkeypatch):
+    """A parameter libpq does not know: refused before any connection, the URL masked."""
+    done = sync_in_process(f"{pg_database}?sslmode=disable&no_such_option=1", capsys, monkeypatch)
+    assert done.returncode == 2
+    line = one_line(done, pg_server.password)
+    assert "not a valid PostgreSQL URL" in line and "no_such_option" in line, line

@@ -71,3 +71,56 @@ def test_the_history_resource_names_the_variable_and_masks_its_repr():
     assert "s3cr" not in repr(HistoryResource(database=URL))
     duck = default_resources(Settings.load({**env, "SCANWATCH_DB": "/srv/h.duckdb"}))["history"]
     assert duck.database == "/srv/h.duckdb"  # a path is no secret: kept as it is
+
+
+@pytest.mark.parametrize(("value", "shown", "secret"), [
+    ("postgresql://u:Ab+9/xYz=@db:5432/h", "postgresql://u:***@db:5432/h", ["Ab+9", "xYz="]),
+    ("postgresql://u:Tr0ub4dor@horse@db/h", "postgresql://u:***@db/h", ["Tr0ub4dor", "horse"]),
+    ("postgresql://u:Tr0ub4dor%40horse@db/h", "postgresql://u:***@db/h", ["Tr0ub4dor", "horse"]),
+    ("postgresql://u:pa?ss#word@db/h", "postgresql://u:***@db/h", ["pa?ss#word", "word"]),
+    ("postgresql://u@db/h?sslmode=require&password=Ab%2B9%2FxYz%3D", "postgresql://u@db/h?sslmode=require&password=***",
+     ["Ab+9", "xYz=", "Ab%2B9%2FxYz%3D"]),
+    ("host=db user=u password='Ab+9 /xYz=' dbname=h", "host=db user=u password=*** dbname=h", ["Ab+9", "xYz="]),
+    ("host=db password=Tr0ub4dor@horse dbname=h", "host=db password=*** dbname=h", ["Tr0ub4dor", "horse"]),
+    ("postgresql://u@db:5432/h", "postgresql://u@db:5432/h", []),
+])
+def test_one_masker_whatever_the_password_holds_and_whether_the_url_parses(value, shown, secret):
+    """The masked form, and what a driver's text loses: the password as each parser cuts it (libpq reads the
+    host of `Tr0ub4dor@horse@db` as `horse@db` and says so when it cannot resolve it)."""
+    location = HistoryLocation(value)
+    assert location.masked == shown
+    said = location.scrub(f"failed to resolve host 'horse@db': {' '.join(secret)}")
+    assert not any(s in said for s in secret), said
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("postgresql://u:Ab+9/xYz=@db:5432/h", "percent-encode the password"),
+    ("postgresql://u:Tr0ub4dor@horse@db/h", "percent-encode the password"),
+    ("postgresql://u:pa?ss@db/h", "percent-encode the password"),
+    ("host=db user=u password=Tr0ub4dor@horse dbname=h", "keyword/value"),
+])
+def test_a_url_each_parser_reads_differently_is_refused_in_one_line(value, says):
+    with pytest.raises(ConfigError, match=says) as caught:
+        HistoryLocation.parse(value)
+    assert not any(s in str(caught.value) for s in ("Ab+9", "xYz", "Tr0ub4dor", "horse", "pa?ss"))
+
+
+@pytest.mark.parametrize("where", ["env", "--db"])
+def test_nothing_a_command_writes_to_stderr_carries_the_password(where, monkeypatch, capsys):
+    """The CLI's last filter: a driver's text that no scanwatch line masked (a log record with the URL, an
+    exception quoting the host libpq cut from the password) loses the password and its pieces, and an error no
+    command expected is one line, not a traceback."""
+    from pipelines import cli
+
+    url = "postgresql://u:Tr0ub4dor@horse@127.0.0.1:5432/h"
+    monkeypatch.setitem(cli.SUBCOMMANDS, "sync", ("tests.settings.raising_command", "fails"))
+    monkeypatch.delenv("SCANWATCH_DB", raising=False)
+    argv = ["sync", "--db", url] if where == "--db" else ["sync"]
+    if where == "env":
+        monkeypatch.setenv("SCANWATCH_DB", url)
+    capsys.readouterr()
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "horse" not in err and "Tr0ub4dor" not in err, err
+    assert "connecting to postgresql://u:***@" in err and "failed to resolve host '***@127.0.0.1'" in err, err
+    assert err.splitlines()[-1].startswith("scanwatch sync: RuntimeError: failed to resolve host"), err

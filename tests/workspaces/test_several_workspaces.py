@@ -80,6 +80,26 @@ def test_a_revoked_key_fails_its_workspace_alone_in_one_line(sim, first_sync):
     assert re.match(r"scanwatch sync: ok \(acme, beta\) in ", first_sync.stdout), first_sync.stdout
 
 
+def test_a_revoked_key_is_in_no_column_of_the_history(sim, deployment, first_sync):
+    """The 401 is recorded (`sync_runs.error` of gamma's failed steps, what /metrics' pipeline health reads),
+    and the refused key is in no text column of any table, nor in the command's output."""
+    db = Path(deployment["SCANWATCH_DB"])
+    key = sim.keys["revoked"]
+    assert key.startswith("rst_")
+    errors = query(db, "SELECT error FROM sync_runs WHERE workspace_label = 'gamma' AND status = 'failure'")
+    assert errors and all("401" in e or "revoked" in e for (e,) in errors), errors
+    from tests.backends import reader
+
+    with reader(db) as conn:
+        columns = conn.execute("SELECT table_name, column_name FROM information_schema.columns WHERE data_type IN "
+                               "('VARCHAR', 'JSON') AND table_schema = current_schema()").fetchall()
+        assert ("sync_runs", "error") in columns
+        found = [(t, c) for t, c in columns if conn.execute(
+            f'SELECT count(*) FROM "{t}" WHERE strpos(CAST("{c}" AS VARCHAR), ?) > 0', [key[4:]]).fetchone()[0]]
+    assert not found, found
+    assert key[4:] not in first_sync.stdout + first_sync.stderr
+
+
 def test_each_healthy_workspace_is_fully_synced_under_its_own_id(sim, deployment, first_sync):
     db = Path(deployment["SCANWATCH_DB"])
     bound = dict(query(db, "SELECT workspace_label, workspace_id FROM accounts"))

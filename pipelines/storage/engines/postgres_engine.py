@@ -57,27 +57,36 @@ def _reason(exc: BaseException, location: HistoryLocation) -> str:
     """The driver's message, its last meaningful line (libpq puts the cause last), without secrets."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     text = lines[-1] if lines else type(exc).__name__
-    text = re.sub(r"^(connection failed: |FATAL:\s+|ERROR:\s+)+", "", text)
+    text = re.sub(r'^(connection failed: |connection to server (?:at|on socket) .*? failed: |FATAL:\s+|ERROR:\s+)+',
+                  "", text)
     return location.scrub(text)
 
 
+# libpq's and the server's words for a server that cannot be reached at all (not one that answered "no").
+_UNREACHABLE = ("connection refused", "could not connect", "timeout expired", "could not translate",
+                "no route to host", "network is unreachable", "server closed the connection",
+                "the database system is starting up", "the database system is shutting down",
+                "name or service not known", "failed to resolve host", "no such file or directory")
+
+
 def describe_failure(exc: BaseException, location: HistoryLocation) -> str:
-    """One line for a failed connection: what happened and what to do, the URL masked."""
+    """One line for a failed connection: what happened and what to do, the URL masked. The server's answer is
+    matched first: libpq's framing ("connection to server at ... failed") is around every one of them."""
     where = location.masked
     reason = _reason(exc, location)
     low = str(exc).lower()
     if "password authentication failed" in low or "no password supplied" in low:
         return (f"the PostgreSQL server refused the password for the history at {where} ({reason}): give it in "
                 "SCANWATCH_DB, PGPASSWORD or ~/.pgpass")
-    if "does not exist" in low and "database" in low:
+    if re.search(r'database ".*" does not exist', low):
         return (f"the PostgreSQL server has no such database for the history at {where} ({reason}): create it "
                 "(createdb), or fix the database name in SCANWATCH_DB")
-    if "role" in low and "does not exist" in low:
+    if re.search(r'role ".*" does not exist', low):
         return f"the PostgreSQL server has no such role for the history at {where} ({reason}): fix SCANWATCH_DB"
-    if any(s in low for s in ("connection refused", "could not connect", "timeout expired", "could not translate",
-                              "no route to host", "network is unreachable", "server closed the connection",
-                              "the database system is starting up", "the database system is shutting down",
-                              "connection to server", "name or service not known")):
+    if re.search(r'role ".*" is not permitted to log in', low):
+        return (f"the role of the history at {where} may not log in ({reason}): give it LOGIN (ALTER ROLE ... "
+                "LOGIN) or name another role in SCANWATCH_DB")
+    if any(s in low for s in _UNREACHABLE):
         return (f"cannot reach the PostgreSQL server of the history at {where} ({reason}): check that it runs and "
                 "that the host and port in SCANWATCH_DB are right")
     return f"cannot open the PostgreSQL history at {where}: {reason}"
