@@ -51,6 +51,30 @@ def moment(text: str) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+def wait_time(text: str) -> timedelta:
+    match = _DURATION.fullmatch(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a duration like 30m, 2h or 1d")
+    n, unit = int(match.group(1)), match.group(2)
+    return {"m": timedelta(minutes=n), "h": timedelta(hours=n), "d": timedelta(days=n)}[unit]
+
+
+def _first_syncs_finished(conn: object, wait: timedelta) -> bool:
+    """Whether every workspace in the history has finished its first sync (its end reconstructs the past
+    and records it), polled for up to `wait`: a workspace half-way through its first sync has only part of
+    its issues, and its past would be written short."""
+    from pipelines.backfill.reconstruct import workspaces
+
+    deadline = time.monotonic() + wait.total_seconds()
+    while True:
+        found = workspaces(conn)
+        if found and all(done for _, done in found):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(min(15.0, max(0.0, deadline - time.monotonic())))
+
+
 OUTPUTS = ("blocks", "remote-write", "victoriametrics")
 
 
@@ -108,6 +132,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the exporter's instance label in your Prometheus (default localhost:9817)")
     parser.add_argument("--label", type=label, action="append", default=[], metavar="NAME=VALUE",
                         help="another label your scrape adds (repeatable)")
+    parser.add_argument("--wait-for-first-sync", type=wait_time, default=timedelta(0), metavar="DURATION",
+                        help="wait up to this long (e.g. 30m) for every workspace's first sync to finish, as a "
+                             "deployment's job started beside the first sync must (default: do not wait)")
     parser.add_argument("--no-rules", action="store_true", help="write the raw series only, not the recording rules")
     parser.add_argument("--promtool", default="promtool", help="promtool binary (default: from PATH)")
     parser.add_argument("--prometheus", default="prometheus",
@@ -164,6 +191,11 @@ def run(args: argparse.Namespace) -> int:
     where = args.data_dir if args.output == "blocks" else args.url
     try:
         with _sigterm_unwinds():
+            if args.wait_for_first_sync and not _first_syncs_finished(conn, args.wait_for_first_sync):
+                print(f"scanwatch backfill-prometheus: nothing to write (no first sync finished within "
+                      f"{args.wait_for_first_sync.total_seconds() / 60:g} min; run it again once one has, as "
+                      "the chart's post-upgrade job does)")
+                return 0
             sink = None if args.output == "blocks" else _sink(args)
             outcome = backfill(conn, plan, sink,
                                announce=lambda line: print(f"scanwatch backfill-prometheus: {line}", flush=True))
