@@ -264,9 +264,24 @@ def scratch_prometheus(binary: str, data_dir: Path, work: Path) -> Iterator[str]
 
 
 def query_range(url: str, expr: str, start: float, end: float, step: float) -> list[dict]:
+    """A Prometheus API's range query; a user and password in `url` go in a header, never in a message."""
+    import base64
+
+    parts = urllib.parse.urlsplit(url)
+    headers = {}
+    if parts.username is not None:
+        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        parts = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))
     query = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
-    with urllib.request.urlopen(f"{url}/api/v1/query_range?{query}", timeout=300) as resp:
-        body = json.load(resp)
+    request = urllib.request.Request(f"{parts.geturl()}/api/v1/query_range?{query}", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=300) as resp:
+            body = json.load(resp)
+    except (OSError, ValueError) as exc:
+        raise BackfillError(f"{parts.geturl()} did not answer the recording rule {expr!r} ({type(exc).__name__}); "
+                            "a store's raw samples are sent already: give its query API with --query-url, "
+                            "or --no-rules") from None
     if body.get("status") != "success":
         raise BackfillError(f"rule expression {expr!r} failed: {body.get('error')}")
     return body["data"]["result"]

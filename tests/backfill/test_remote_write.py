@@ -15,6 +15,7 @@ import pytest
 
 from tests.backends import rows
 from tests.backfill.prom_server import Prom, assert_answers_as_served, prometheus
+from tests.prometheus.tools import free_port
 
 # The output does not depend on the history's engine (the series come out of the same SQL on both).
 pytestmark = pytest.mark.parametrize("synced", ["duckdb"], indirect=True)
@@ -95,3 +96,10 @@ def test_a_receiver_that_would_drop_the_past_is_refused_before_anything_is_sent(
         assert done.returncode == 1, done.stdout + done.stderr
         assert done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
         assert prom.samples(PAST) == {}
+
+
+def test_a_query_api_that_does_not_answer_the_rules_is_one_line(received, synced) -> None:
+    db, _ = synced
+    done = remote_write(db, received.prom.url, "--query-url", f"http://127.0.0.1:{free_port()}")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "--query-url" in done.stderr and "Traceback" not in done.stderr
