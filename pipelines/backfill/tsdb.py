@@ -5,12 +5,12 @@ folder of blocks (here), remote write or the VictoriaMetrics import API (`remote
 leaves, the output is told the oldest and newest instant it will receive and refuses when it can tell the
 store would drop them.
 
-Blocks: one `promtool tsdb create-blocks-from openmetrics --max-block-duration=24h` per UTC day, so every
-block lies within one day (promtool aligns its blocks to multiples of its block range, 18 h for 24 h, which
-do not fall on midnights), and the raw series and the recording rules of a day share its blocks: no two new
-blocks overlap, and a day that a block already in the folder covers is left out, so a second run adds
-nothing. Mimir's block upload asks the same (within its 24 h compaction range, no external labels, nothing in
-the future).
+Blocks: `promtool tsdb create-blocks-from openmetrics --max-block-duration=24h` over documents of every
+other day, so every block lies within one UTC day (promtool cuts at multiples of its 18 h range, which do not
+fall on midnights; days two apart never share one), and the raw series and the recording rules of a day share
+its blocks: no two new blocks overlap, and a day that a block already in the folder covers is left out, so a
+second run adds nothing. Mimir's block upload asks the same (within its 24 h compaction range, no external
+labels, nothing in the future).
 
 The recording rules' past is computed by a Prometheus serving the raw samples (a throw-away one over
 scratch blocks here; the receiver itself for remote write), asked for each rule's expression at the very
