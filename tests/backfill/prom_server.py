@@ -28,7 +28,7 @@ class Prom:
         self.url, self.log = url, log
 
     def get(self, path: str, **params) -> dict:
-        with urllib.request.urlopen(f"{self.url}{path}?{urllib.parse.urlencode(params)}", timeout=30) as resp:
+        with urllib.request.urlopen(f"{self.url}{path}?{urllib.parse.urlencode(params)}", timeout=120) as resp:
             body = json.load(resp)
         assert body["status"] == "success", body
         return body["data"]

@@ -21,6 +21,10 @@ from tests.backfill.prom_server import midnight as _midnight
 from tests.grafana.queries import METRIC, dashboard_queries, substitute
 from tests.prometheus.tools import require
 
+# The blocks on the DuckDB history; the same SQL on PostgreSQL is compared with the service's dates through
+# remote write (test_remote_write.py), which costs a tenth of the time (no block files to write).
+pytestmark = pytest.mark.parametrize("synced", ["duckdb"], indirect=True)
+
 DAY = timedelta(days=1)
 DAY_MS = 86_400_000
 # Series with a past before the first sync: /metrics' own that the reconstruction rebuilds, and the recording

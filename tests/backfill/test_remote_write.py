@@ -17,8 +17,8 @@ from tests.backends import rows
 from tests.backfill.prom_server import Prom, assert_answers_as_served, prometheus
 from tests.prometheus.tools import free_port
 
-# The output does not depend on the history's engine (the series come out of the same SQL on both).
-pytestmark = pytest.mark.parametrize("synced", ["duckdb"], indirect=True)
+# On the PostgreSQL history: the blocks test the same SQL on DuckDB (test_prometheus.py).
+pytestmark = pytest.mark.parametrize("synced", ["postgres"], indirect=True)
 
 SCRAPING = "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: live\n    static_configs:\n" \
            "      - targets: ['127.0.0.1:9']\n"
