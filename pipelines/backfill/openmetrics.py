@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 from exporters.catalogue import RULE_SERIES, past_series
 from exporters.text import label_values
@@ -24,6 +24,15 @@ HELP: dict[str, str] = {s.name: s.help for s in past_series()}
 _INCREASE = re.compile(r"^\s*sum\s+by\s*\(([^)]*)\)\s*\(\s*increase\(\s*(\w+)\s*\[(\w+)\]\s*\)\s*\)\s*$")
 _DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
 _SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def duration_seconds(text: str) -> float | None:
+    """A Prometheus duration (`400d`, `1y`, `1d12h`, `0s`) in seconds; None when it is not one."""
+    text = text.strip()
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(int(n) * _SECONDS[unit] for n, unit in parts)
 
 
 @dataclass(frozen=True)
@@ -90,12 +99,13 @@ def escape(value: str) -> str:
 
 
 def sample_line(name: str, labels: Mapping[str, str], ts: float, value: float) -> str:
-    labels = dict(zip(labels, label_values(list(labels), list(labels.values()))[0], strict=True))  # as /metrics
-    body = ",".join(f'{k}="{escape(v)}"' for k, v in labels.items())
-    number = repr(float(value)) if math.isfinite(value) else ("NaN" if math.isnan(value) else
-                                                               ("+Inf" if value > 0 else "-Inf"))
-    stamp = f"{ts:.3f}".rstrip("0").rstrip(".")
-    return f"{name}{{{body}}} {number} {stamp}\n"
+    return om_line(rule_sample(name, labels, ts, value))
+
+
+def rule_sample(name: str, labels: Mapping[str, str], ts: float, value: float) -> Sample:
+    """A sample whose labels come from elsewhere (a rule's answer), cleaned and capped as /metrics'."""
+    values = label_values(list(labels), list(labels.values()))[0]
+    return Sample(name, tuple(zip(labels, values, strict=True)), ts, value)
 
 
 class Spool:
@@ -140,15 +150,26 @@ class Spool:
         self.files.clear()
 
 
-def spool_rows(spool: Spool, columns: Sequence[str], rows: Iterable[Sequence], extra: Mapping[str, str],
-               pasts: Mapping[str, RulePast] | None = None) -> None:
-    """Rows of `prometheus_series.sql` into the spool, with the scrape's own labels (job, instance) added to
+class Sample(NamedTuple):
+    """One sample of the past, its label values already cleaned and capped as /metrics' (every output writes
+    the same series)."""
+
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    ts: float  # seconds
+    value: float
+
+
+def row_samples(columns: Sequence[str], rows: Iterable[Sequence], extra: Mapping[str, str],
+                pasts: Mapping[str, RulePast] | None = None) -> list[Sample]:
+    """Rows of `prometheus_series.sql` as samples, with the scrape's own labels (job, instance) added to
     /metrics' series; the rule series' rows (their `metric` is the rule's source column) carry the rule's
-    labels only, since their rule sums every other label away."""
+    labels only, since their rule sums every other label away. Row order is kept: the query sorts each
+    series by time."""
     pasts = rule_pasts() if pasts is None else pasts
     by_source = {p.source: p for p in pasts.values()}
     index = {c: i for i, c in enumerate(columns)}
-    by_family: dict[str, list[str]] = {}
+    out = []
     for row in rows:
         metric = row[index["metric"]]
         rule = by_source.get(metric)
@@ -156,7 +177,33 @@ def spool_rows(spool: Spool, columns: Sequence[str], rows: Iterable[Sequence], e
         labels = {label: "" if row[index[label]] is None else str(row[index[label]]) for label in names}
         if rule is None:
             labels.update(extra)
-        by_family.setdefault(name, []).append(sample_line(name, labels, float(row[index["ts"]]),
-                                                          float(row[index["value"]])))
+        values = label_values(list(labels), list(labels.values()))[0]
+        out.append(Sample(name, tuple(zip(labels, values, strict=True)), float(row[index["ts"]]),
+                          float(row[index["value"]])))
+    return out
+
+
+def format_value(value: float) -> str:
+    return repr(float(value)) if math.isfinite(value) else ("NaN" if math.isnan(value) else
+                                                            ("+Inf" if value > 0 else "-Inf"))
+
+
+def om_line(sample: Sample) -> str:
+    """The sample as an OpenMetrics line (seconds)."""
+    body = ",".join(f'{k}="{escape(v)}"' for k, v in sample.labels)
+    stamp = f"{sample.ts:.3f}".rstrip("0").rstrip(".")
+    return f"{sample.name}{{{body}}} {format_value(sample.value)} {stamp}\n"
+
+
+def spool_samples(spool: Spool, samples: Iterable[Sample]) -> None:
+    by_family: dict[str, list[str]] = {}
+    for sample in samples:
+        by_family.setdefault(sample.name, []).append(om_line(sample))
     for name, lines in by_family.items():
         spool.write(name, "gauge", lines, HELP.get(name))
+
+
+def spool_rows(spool: Spool, columns: Sequence[str], rows: Iterable[Sequence], extra: Mapping[str, str],
+               pasts: Mapping[str, RulePast] | None = None) -> None:
+    """Rows of `prometheus_series.sql` into the spool (see `row_samples`)."""
+    spool_samples(spool, row_samples(columns, rows, extra, pasts))

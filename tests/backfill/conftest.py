@@ -45,3 +45,12 @@ def _first_sync_without_snapshot() -> None:
     assert result.success, failure(result)
     with connect(Settings.load().history) as conn:
         assert reconstruct(conn, only_new=True)
+
+
+@pytest.fixture(scope="module")
+def served(synced):
+    """The service's own dates, read by an independent walk (the world has not moved since the sync)."""
+    from tests.backfill.served_past import ServedPast
+
+    _, sim = synced
+    return ServedPast.walk(sim.base_url, sim.api_key)

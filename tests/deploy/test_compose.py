@@ -30,7 +30,7 @@ from tests.deploy.conftest import ROOT
 COMPOSE = ROOT / "deploy" / "compose.yaml"
 SCHEMA = Path(__file__).parent / "compose-spec" / "compose-spec.json"
 SERVICES = {"postgres", "scanwatch-code", "dagster-webserver", "dagster-daemon", "exporter", "prometheus",
-            "alertmanager", "grafana"}
+            "alertmanager", "grafana", "first-sync", "backfill"}
 
 
 @pytest.fixture(scope="module")
