@@ -188,19 +188,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per mutation")
     parser.add_argument("--json", type=Path, help="also write the outcomes here")
     parser.add_argument("--check", action="store_true", help="only check that every mutation still applies")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="the tree to mutate (default: this checkout); e.g. an older commit's `git archive`, "
+                        "to score its tests against today's list")
     args = parser.parse_args(argv)
     mutations = [m for m in load(args.list) if not args.only or m.id.startswith(tuple(args.only))]
     if args.check:
-        problems = {m.id: p for m in mutations if (p := check(m))}
+        problems = {m.id: p for m in mutations if (p := check(m, args.root))}
         for mid, p in problems.items():
             print(f"stale {mid}: {p}")
         print(f"{len(mutations) - len(problems)} of {len(mutations)} mutations apply")
         return 1 if problems else 0
-    files = tree_files()
+    files = tree_files(args.root) if (args.root / ".git").exists() else [
+        str(p.relative_to(args.root)) for p in args.root.rglob("*") if p.is_file()]
     jobs = max(1, min(args.jobs, 2))
     with tempfile.TemporaryDirectory(prefix="scanwatch-mutation-base-") as tmp:
         base = Path(tmp)
-        copy_tree(base, files)  # the checkout may change while the run goes on; the run does not
+        copy_tree(base, files, args.root)  # the checkout may change while the run goes on; the run does not
         return _run(args, mutations, base, files, jobs)
 
 
