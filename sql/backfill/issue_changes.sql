@@ -1,5 +1,7 @@
 -- Every issue of one workspace as a +1 when first seen and a -1 when fixed, under the severity it was first
--- seen with (`first_severities`, which `secscan_issues_detected_total` counts by too).
+-- seen with (`first_severities`, which `secscan_issues_detected_total` counts by too). The issues are those
+-- `visible_issues` counts, the one rule /metrics and the cookbook follow: an issue set aside (an unproved
+-- site's, a removed target's or project's) is in no reconstructed count either.
 -- Marks carry no timestamp, so an issue marked (false positive, accepted risk) before scanwatch saw it
 -- never counts; one marked later was open before (its first status event says what it was). A fixed
 -- issue found open again has no earlier fixed_at: it counts as open from its first sighting.
@@ -21,7 +23,7 @@ spans AS (
             THEN greatest(coalesce(i.fixed_at, i.last_seen_at, i.first_seen_at), i.first_seen_at)
         END AS fixed_at,
         coalesce(fs.from_value, i.status) AS status_before
-    FROM issues AS i
+    FROM visible_issues AS i
     LEFT JOIN first_status AS fs ON fs.issue_id = i.id
     JOIN first_severities AS fv ON fv.issue_id = i.id
     WHERE i.workspace_id = $workspace_id AND i.first_seen_at IS NOT NULL AND i.severity IS NOT NULL
