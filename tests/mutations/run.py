@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -54,7 +55,7 @@ class Mutation:
 @dataclass
 class Outcome:
     mutation: Mutation
-    status: str  # killed | survived | stale | timeout
+    status: str  # killed | survived | stale | timeout (a hang or a crash: counted as killed)
     seconds: float
     detail: str = ""
     failed: list[str] = field(default_factory=list)
@@ -101,14 +102,24 @@ def check(mutation: Mutation, root: Path = ROOT) -> str | None:
     return None
 
 
+# A mutant that pages for ever or inflates without end must not take the machine with it: its tests run under
+# an address-space limit, and each test under pytest-timeout's limit.
+MEMORY_LIMIT = 6 * 1024**3
+TEST_TIMEOUT = 300
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
 def _pytest(copy: Path, tests: tuple[str, ...], timeout: float) -> tuple[int | None, str]:
     env = {**os.environ, "PYTHONPATH": str(copy), "SCANWATCH_REQUIRE_PROMETHEUS": "1",
            "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("SCANWATCH_SOAK", None)
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly",
-               "--no-header", "-rf", *tests]
+               "--no-header", "-rf", f"--timeout={TEST_TIMEOUT}", *tests]
     proc = subprocess.Popen(command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=_limits)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -149,6 +160,9 @@ def run_one(mutation: Mutation, base: Path, files: list[str], *, apply: bool = T
         return Outcome(mutation, "survived", seconds)
     if code == 1:
         return Outcome(mutation, "killed", seconds, failed=failed)
+    if code < 0 or "Timeout" in out[-3000:] or "MemoryError" in out[-3000:]:
+        # Killed by a signal, out of memory or past a test's time: the change made the tests hang or crash.
+        return Outcome(mutation, "timeout", seconds, f"pytest exit {code}: the tests hung or ran out of memory")
     return Outcome(mutation, "stale", seconds, f"pytest exit {code}: " + "\n".join(out.splitlines()[-8:]))
 
 
