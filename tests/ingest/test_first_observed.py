@@ -1,7 +1,8 @@
 """`first_observed_at` is when scanwatch first saw a row, and it never moves: it is the SLA's and the fix
 time's clock when the service gives no `first_seen_at` (sql/views/issue_sla.sql, fix_times.sql). The whole-
 history dump (tests/history_dump.py) leaves scanwatch's clock out of every comparison, so this is its own test:
-every row of every table that has the column, compared across a second sync that saw them all again.
+every row of every table that has the column, compared across a second sync that saw them all again. DuckDB
+alone: both engines run the one text of sql/merge/upsert.sql.
 
 Mutation that fails it: sql/merge/upsert.sql's UPDATE also setting `first_observed_at = c.observed_at`.
 """
@@ -30,12 +31,12 @@ def _observed(db: str) -> dict[str, dict[str, tuple]]:
     return out
 
 
-def test_first_observed_at_never_moves_when_a_row_is_seen_again(sim, engine_env):
+def test_first_observed_at_never_moves_when_a_row_is_seen_again(sim, env):
     assert run_sync().success
-    before = _observed(engine_env)
+    before = _observed(str(env))
     sim.run_round()  # issues fixed, reopened, re-severitied: their rows are merged again
     assert run_sync(full_reconcile=True).success
-    after = _observed(engine_env)
+    after = _observed(str(env))
 
     seen_again = 0
     for table, old in before.items():
