@@ -226,13 +226,14 @@ def _run(args: argparse.Namespace, mutations: list[Mutation], base: Path, files:
     if args.baseline:
         selections = {m.tests: m for m in mutations}
         with ThreadPoolExecutor(jobs) as pool:
-            base = list(pool.map(lambda m: run_one(m, base, files, apply=False, timeout=args.timeout),
-                                 selections.values()))
-        broken = [o for o in base if o.status != "survived"]
+            checked = list(pool.map(lambda m: run_one(m, base, files, apply=False, timeout=args.timeout),
+                                    selections.values()))
+        broken = [o for o in checked if o.status != "survived"]
         for o in broken:
             print(f"baseline fails for {' '.join(o.mutation.tests)}: {o.status} {o.failed or o.detail[:300]}")
         if broken:
             return 2
+        print(f"baseline: the {len(checked)} test selections pass on the unchanged tree", flush=True)
     outcomes: list[Outcome] = []
     with ThreadPoolExecutor(jobs) as pool:
         for outcome in pool.map(lambda m: run_one(m, base, files, timeout=args.timeout), mutations):
