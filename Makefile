@@ -62,5 +62,13 @@ bench-scale: install
 soak: install test-tools
 	SCANWATCH_SOAK=1 SCANWATCH_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q -m slow -n 4 --dist loadfile
 
+# The mutation habit (docs/reliability.md): each change of tests/mutations/mutations.yml applied to a copy of
+# the tree, the tests it names run there; prints killed/survived and the score. Long (about half an hour on
+# 2 cores): run before a release or after touching the merge SQL, the views, the rules or the templates, not
+# in every CI run. MUTATE_ARGS narrows it, e.g. MUTATE_ARGS="--only rules-".
+.PHONY: mutate
+mutate: install test-tools
+	$(BIN)/python -m tests.mutations -j 2 $(MUTATE_ARGS)
+
 clean:
 	rm -rf $(VENV) data .dagster_home .pytest_cache .ruff_cache

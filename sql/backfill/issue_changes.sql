@@ -1,5 +1,8 @@
 -- Every issue of one workspace as a +1 when first seen and a -1 when fixed, under the severity it was first
--- seen with (`first_severities`, which `secscan_issues_detected_total` counts by too).
+-- seen with (`first_severities`, which `secscan_issues_detected_total` counts by too). The issues are those
+-- `visible_issues` counts, the one rule /metrics and the cookbook follow (an issue set aside, an unproved
+-- site's, is in no reconstructed count either), and those of a project or target removed since: removal
+-- takes a project off /metrics from then on, and its past stays (docs/backfill.md).
 -- Marks carry no timestamp, so an issue marked (false positive, accepted risk) before scanwatch saw it
 -- never counts; one marked later was open before (its first status event says what it was). A fixed
 -- issue found open again has no earlier fixed_at: it counts as open from its first sighting.
@@ -25,6 +28,12 @@ spans AS (
     LEFT JOIN first_status AS fs ON fs.issue_id = i.id
     JOIN first_severities AS fv ON fv.issue_id = i.id
     WHERE i.workspace_id = $workspace_id AND i.first_seen_at IS NOT NULL AND i.severity IS NOT NULL
+      AND (i.id IN (SELECT v.id FROM visible_issues AS v WHERE v.workspace_id = $workspace_id)
+           OR i.hidden_reason IN ('project_removed', 'target_removed')
+           OR i.project_id IN (SELECT p.id FROM projects AS p WHERE p.workspace_id = $workspace_id
+                                                               AND p.removed_at IS NOT NULL)
+           OR i.target_id IN (SELECT t.id FROM targets AS t WHERE t.workspace_id = $workspace_id
+                                                              AND t.removed_at IS NOT NULL))
 )
 SELECT workspace_id, project_id, severity, opened_at AS ts, 1 AS delta
 FROM spans WHERE status_before IN ('open', 'fixed')

@@ -134,3 +134,19 @@ def test_cookbook_queries_say_which_days_are_reconstructed(engine_db: str) -> No
     high = [d[0] for d in cursor.description].index("high")
     by_day = {r[0]: r[high] for r in cursor.fetchall()}
     assert by_day[day(-3)] == 1 and by_day[day(-1)] == 1
+
+
+def test_a_hidden_issue_counts_in_no_past_and_a_removed_projects_issues_keep_theirs(engine_db: str) -> None:
+    """The past follows `visible_issues`, the rule /metrics and the cookbook count by: an unproved site's issue
+    is set aside there and in every reconstructed day. A project removed since keeps its past (docs/backfill.md,
+    "Deletion on the service deletes nothing"), though its issues are no longer visible now."""
+    conn = history(engine_db, projects=["p", "gone"],
+                   issues=[("a", "p", "high", "open", at(-3), None), ("hidden", "p", "high", "open", at(-3), None),
+                           ("old", "gone", "high", "open", at(-3), None)])
+    conn.execute("UPDATE issues SET hidden_reason = 'unverified', hidden_at = first_observed_at WHERE id = 'hidden'")
+    conn.execute("UPDATE projects SET removed_at = ? WHERE id = 'gone'", [FIRST_SYNC])
+    conn.execute("UPDATE issues SET hidden_reason = 'project_removed', hidden_at = ? WHERE id = 'old'", [FIRST_SYNC])
+    reconstruct(conn, now=FIRST_SYNC)
+    got = _open(conn)
+    assert got[(day(-1), "p", "high")] == 1
+    assert got[(day(-1), "gone", "high")] == 1

@@ -48,6 +48,7 @@ class HostileService:
         self.kind = "issues"
         self.requests = 0
         self.bomb = b""
+        self.bombs: int | None = None  # how many answers get the bomb (None: every matching one)
         self.huge_bytes = 5 * 1024 * 1024
         self.trickle_gap = 0.5
         self.victim: str | None = None  # the one issue a per-record case spoils
@@ -58,6 +59,13 @@ class HostileService:
         assert case in CASES, case
         with self._lock:
             self.case, self.kind, self.requests, self.victim = case, kind, 0, None
+
+    def take_bomb(self) -> bool:
+        with self._lock:
+            if self.bombs is None:
+                return True
+            self.bombs, left = max(0, self.bombs - 1), self.bombs
+            return left > 0
 
     def _count(self) -> None:
         with self._lock:
@@ -80,7 +88,7 @@ def serve_hostile(upstream: str) -> Iterator[HostileService]:
             kind = next((k for k, rx in LIST_ROUTES.items() if rx.match(path)), None)
             hit = kind is not None and kind == state.kind
             case = state.case
-            if hit and case == "bomb":
+            if hit and case == "bomb" and state.take_bomb():
                 return self._send(200, {"Content-Type": "application/json", "Content-Encoding": "gzip"}, state.bomb)
             if hit and case in ("same_page", "cycle", "endless"):
                 return self._list(path, params, case)

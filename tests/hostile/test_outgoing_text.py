@@ -181,6 +181,48 @@ def test_slack_fields_carry_service_text_inert(tmp_path):
     assert render("secscan.slack.title", data, tmp_path) == "2 new critical issues in A&lt;c&gt;me"
 
 
+def _resolved(alert: dict) -> dict:
+    return {**alert, "status": "resolved", "endsAt": "2026-11-01T11:00:00Z"}
+
+
+def test_slack_fields_of_resolved_alerts_carry_service_text_inert(tmp_path):
+    """A resolved message carries the same service text as a firing one: the issue titles it lists, the
+    workspace in its title, another alert's summary. Mutations that fail it: the resolved line's title, or the
+    resolved message's title, placed without "secscan.slack.escape"."""
+    resolved = [_resolved(_alert(1)), _resolved(_alert(2, title="Tom & Jerry"))]
+    data = {**_group(resolved), "status": "resolved"}
+    for template in ("secscan.slack.title", "secscan.slack.text", "secscan.slack.fallback"):
+        out = render(template, data, tmp_path)
+        assert "<" not in out and ">" not in out, (template, out)
+    text = render("secscan.slack.text", data, tmp_path)
+    assert "• resolved: &lt;!channel&gt; &lt;http://evil.example/login|Reset your password&gt; (`i1`)" in text
+    assert "• resolved: Tom &amp; Jerry (`i2`)" in text
+    assert render("secscan.slack.title", data, tmp_path) == "Critical issues resolved in A&lt;c&gt;me"
+
+    # Firing and resolved in one message, and an alert of another kind resolved: its summary is escaped too.
+    mixed = _group([_alert(3), *resolved])
+    text = render("secscan.slack.text", mixed, tmp_path)
+    assert "<" not in text and ">" not in text and text.count("• resolved: ") == 2, text
+    other = {"status": "resolved", "labels": {"alertname": "SecscanProjectScoreDrop", "workspace": "A<c>me",
+                                             "project": "<!here>", "severity": "warning"},
+             "annotations": {"summary": "Score of <!here> & co dropped by 12 points", "description": "d",
+                             "runbook": "r"},
+             "startsAt": "2026-11-01T10:16:00Z", "endsAt": "2026-11-01T11:00:00Z"}
+    group = {"receiver": "secscan-warning", "status": "resolved", "externalURL": "http://am", "alerts": [other],
+             "groupLabels": {"alertname": "SecscanProjectScoreDrop"},
+             "commonLabels": {"alertname": "SecscanProjectScoreDrop", "workspace": "A<c>me"}, "commonAnnotations": {}}
+    assert render("secscan.slack.title", group, tmp_path) == "[RESOLVED] SecscanProjectScoreDrop (A&lt;c&gt;me)"
+    assert "• resolved: Score of &lt;!here&gt; &amp; co dropped by 12 points" in render("secscan.slack.text", group,
+                                                                                          tmp_path)
+
+
+def test_a_slack_post_lists_a_bounded_number_of_resolved_issues(tmp_path):
+    data = {**_group([_resolved(_alert(i, title="t" * 200)) for i in range(30)]), "status": "resolved"}
+    text = render("secscan.slack.text", data, tmp_path)
+    assert text.count("• resolved: ") == 10 and "_30 resolved in all_" in text
+    assert len(text) < 6_000
+
+
 def test_a_slack_post_lists_a_bounded_number_of_issues(tmp_path):
     long_title = "t" * 200
     data = _group([_alert(i, title=long_title, location="l" * 256) for i in range(100)])

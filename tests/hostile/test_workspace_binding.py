@@ -42,7 +42,8 @@ def test_two_keys_of_two_workspaces_under_one_name_bind_it_once(four_workspaces,
 def test_four_keys_of_four_workspaces_under_one_name_bind_it_once(four_workspaces, pg_database, tmp_path):
     """The report's case. Mutation that failed it in one run of two on a 2-core machine (a race, which the
     DuckDB file's one writer never has): `PostgresEngine.holding_name` a no-op, the binding checked without
-    holding the name, so two first syncs both found it free."""
+    holding the name, so two first syncs both found it free. CI forces that race instead of hoping for it:
+    tests/postgres/test_binding_lock.py holds the lock in one session and shows a second one kept waiting."""
     _bound_once(four_workspaces, pg_database, tmp_path, KEYS)
 
 

@@ -250,3 +250,23 @@ def test_a_stage_in_the_engines_own_lines_merges_as_ndjson_does(new_history):
         assert any("\ufffd" in t and "surrogate" in t for t in titles)
     assert dumps[0] == dumps[1]
     assert warnings[0] == warnings[1] and any("surrogate" in w[3] for w in warnings[0])
+
+
+def test_an_issue_fixed_again_between_two_syncs_is_a_reopening_and_a_fix(engine_db):
+    """Fixed at both syncs, with a later `fixed_at` the second time: it came back and was fixed again in
+    between, which one merge records as a reopening and a fix (service_truth's rule). Mutation that fails it:
+    sql/merge/issues.sql's `refixed` comparing the fix times the wrong way round."""
+    fixed = _issue(0)
+    assert fixed["status"] == "fixed"
+    conn = connect(engine_db)
+    try:
+        merge_issues(conn, "ws", [fixed], now=NOW)
+        merge_issues(conn, "ws", [dict(fixed, fixed_at="2026-11-15T00:00:00.000Z")], now=LATER)
+        merge_issues(conn, "ws", [dict(fixed, fixed_at="2026-11-15T00:00:00.000Z")], now=LATER + timedelta(hours=1))
+        events = conn.execute("SELECT event, from_value, to_value FROM issue_events WHERE observed_at = ? "
+                              "ORDER BY event", [LATER]).fetchall()
+        later = conn.execute("SELECT count(*) FROM issue_events WHERE observed_at > ?", [LATER]).fetchall()[0][0]
+    finally:
+        conn.close()
+    assert events == [("reopened", "fixed", "open"), ("status_changed", "open", "fixed")]
+    assert later == 0  # the same fix seen again is no new event

@@ -6,27 +6,50 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 
 from pipelines.resources import HistoryResource
 from pipelines.sensors import _pending
 from pipelines.storage import connect, merge_account
+from pipelines.storage.engines import duckdb_engine
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 ACCOUNT = {"workspace": {"id": "ws", "name": "Acme"}, "plan": "pro", "api_access": {"allowed": True},
            "quotas": {}, "projects": {"limit": 10, "used": 0, "paused": 0}}
-HOLD = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(1.5)"
+# Holds the file read-write, as a run's step does, until told to let go (a line on its stdin): no test here
+# depends on how long anything takes.
+HOLD = "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('held', flush=True); sys.stdin.readline()"
 
 
 def _held(path: str) -> subprocess.Popen[str]:
-    """Another process holding the file read-write for 1.5 s, as a run's step does."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, path], stdout=subprocess.PIPE, text=True)
+    """Another process holding the file read-write until `_let_go`."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
     assert proc.stdout.readline().strip() == "held"
     return proc
 
 
-def test_a_file_held_by_a_writer_is_waited_for_within_the_budget_and_not_past_it(tmp_path):
+def _let_go(proc: subprocess.Popen[str]) -> None:
+    proc.stdin.write("go\n")
+    proc.stdin.close()
+    assert proc.wait(30) == 0
+
+
+class _Waits:
+    """duckdb_engine's clock, telling when the reader met the writer's lock and went to wait for it."""
+
+    def __init__(self) -> None:
+        self.met_lock = threading.Event()
+        self.monotonic = time.monotonic
+
+    def sleep(self, seconds: float) -> None:
+        self.met_lock.set()
+        time.sleep(min(seconds, 0.05))
+
+
+def test_a_file_held_by_a_writer_is_waited_for_within_the_budget_and_not_past_it(tmp_path, monkeypatch):
     """Mutation that fails it: `_pending` giving up at the first lock error (the first assertion)."""
     path = str(tmp_path / "h.duckdb")
     conn = connect(path)
@@ -35,17 +58,24 @@ def test_a_file_held_by_a_writer_is_waited_for_within_the_budget_and_not_past_it
     finally:
         conn.close()
     history = HistoryResource(database=path)
+    clock = _Waits()
+    monkeypatch.setattr(duckdb_engine, "time", clock)
 
     proc = _held(path)
+    looked: list[object] = []
+    reading = threading.Thread(target=lambda: looked.append(_pending(history, None, time.time() + 60, busy=False)))
     try:
-        started = time.monotonic()
-        assert _pending(history, None, time.time() + 10, busy=False) == ([], [])  # read once the writer let go
-        assert time.monotonic() - started > 0.5
+        reading.start()
+        while not clock.met_lock.wait(0.05):  # the reader met the writer's lock ...
+            assert reading.is_alive(), f"the sensor gave up without waiting: {looked}"
+        assert reading.is_alive() and not looked  # ... and waits for it rather than skip the tick
     finally:
-        proc.wait(10)
+        _let_go(proc)
+    reading.join(60)
+    assert looked == [([], [])]  # read once the writer let go
 
     proc = _held(path)
     try:  # no time left in the budget: one line, and the next tick tries again
         assert "not readable now (a run is writing it)" in _pending(history, None, time.time(), busy=False)
     finally:
-        proc.wait(10)
+        _let_go(proc)

@@ -1,5 +1,6 @@
 """One definition per rule: change a rule in its one file of the views layer, and the snapshot (/metrics), the
-cookbook and the backfilled series all follow, with nothing else edited.
+cookbook and the backfilled series all follow, with nothing else edited: the values each reader gives (how
+many issues are open), not only the labels.
 
 The test copies scanwatch's SQL folder, edits two views there (what a project is called, and what counts as
 visible), points scanwatch at the copy and opens the history: the writer sees the layer's digest moved and
@@ -37,14 +38,18 @@ def _readers(db: Path, tmp: Path) -> dict[str, object]:
     assert outcome.samples
     columns, rows = execute_read_only(db, sqlfiles.cookbook()["open_issues_by_project"].sql)
     listed = [dict(zip(columns, row, strict=True)) for row in rows]
-    backfilled = {s.labels["project"] for f in text_string_to_metric_families(
-        (tmp / "series.om").read_text().replace("# EOF\n", "")) for s in f.samples if "project" in s.labels}
+    samples = [s for f in text_string_to_metric_families((tmp / "series.om").read_text().replace("# EOF\n", ""))
+               for s in f.samples]
+    backfilled = {s.labels["project"] for s in samples if "project" in s.labels}
+    open_series = [s for s in samples if s.name == "secscan_issues_open"]
+    last = max(s.timestamp for s in open_series)
     return {
         "snapshot project": {r["project"] for r in snap["tables"]["projects"]},
         "snapshot open": sum(r["open"] for r in snap["tables"]["issue_severity"]),
         "cookbook project": {r["project"] for r in listed},
         "cookbook open": sum(r["total"] for r in listed),
         "backfill project": backfilled,
+        "backfill open": sum(s.value for s in open_series if s.timestamp == last),
     }
 
 
@@ -58,7 +63,7 @@ def test_a_rule_changed_in_its_one_file_is_followed_by_the_snapshot_the_cookbook
     (tmp_path / "before").mkdir()
     before = _readers(db, tmp_path / "before")
     assert before == {"snapshot project": {"P"}, "snapshot open": 1, "cookbook project": {"P"}, "cookbook open": 1,
-                      "backfill project": {"P"}}
+                      "backfill project": {"P"}, "backfill open": 1}
 
     edited = tmp_path / "sql"
     shutil.copytree(sqlfiles.sql_dir(), edited)
@@ -74,4 +79,4 @@ def test_a_rule_changed_in_its_one_file_is_followed_by_the_snapshot_the_cookbook
     (tmp_path / "after").mkdir()
     after = _readers(db, tmp_path / "after")
     assert after == {"snapshot project": {"project P"}, "snapshot open": 2, "cookbook project": {"project P"},
-                     "cookbook open": 2, "backfill project": {"project P"}}
+                     "cookbook open": 2, "backfill project": {"project P"}, "backfill open": 2}
