@@ -35,8 +35,9 @@ def _second_waits(db: str, first_holds: Callable[[], object], second_takes: Call
         thread.start()
         deadline = time.monotonic() + 30
         while True:
-            if value(db, "SELECT count(*) FROM pg_locks WHERE pid = ? AND locktype = 'advisory' AND NOT granted",
-                     [pid]):
+            # The name's advisory lock, or the workspace's lock row (a wait on its holder's transaction).
+            if value(db, "SELECT count(*) FROM pg_locks WHERE pid = ? AND NOT granted "
+                         "AND locktype IN ('advisory', 'transactionid', 'tuple')", [pid]):
                 waited = True
                 break
             if through.is_set():
