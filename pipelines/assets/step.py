@@ -20,7 +20,6 @@ import dagster as dg
 
 from pipelines import milestones
 from pipelines.api import PlanRequiredError, ScanningClient
-from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
 from pipelines.storage import MergeResult, record_sync_run
@@ -126,11 +125,12 @@ def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContex
     one line naming the tag to pass."""
     if context.has_partition_key:
         return context.partition_key
-    keys = WORKSPACES.get_partition_keys()
+    keys = Settings.load().workspace_names
     raise dg.Failure(
         description=f"{context.run.job_name} runs one workspace: pass --tags "
                     f"'{{\"dagster/partition\": \"{keys[0]}\"}}' to dagster job execute "
-                    f"(workspaces: {', '.join(keys)}), or run `scanwatch sync`",
+                    f"(workspaces: {', '.join(keys[:5])}{f' and {len(keys) - 5} more' if len(keys) > 5 else ''}), "
+                    "or run `scanwatch sync`",
         allow_retries=False)
 
 
