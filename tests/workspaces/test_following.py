@@ -151,3 +151,36 @@ def test_one_workspace_is_read_without_checking_every_other_entry(tmp_path):
     assert settings.workspace("acme").api_key == A
     with pytest.raises(ConfigError, match=r"\(beta\): field 'api_key_env': KEY_UNSET is not set"):
         settings.workspace("beta")
+
+
+def test_snapshots_of_several_workspaces_at_once_on_postgresql_do_not_collide_on_the_sla_policy(pg_database):
+    """Every workspace's snapshot records the SLA policy it counts with. On PostgreSQL the runs of several
+    workspaces build their snapshots at once, and a policy written as delete-then-insert by two of them at
+    once failed one with `duplicate key value violates unique constraint "sla_policy_pkey"` (2 of 10 workspaces'
+    first sync). Forty writers at once, each on its own connection, as forty runs would."""
+    import threading
+
+    from pipelines.storage import connect
+    from pipelines.storage.reference import write_sla_policy
+
+    connect(pg_database).close()  # the schema, once
+    conns = [connect(pg_database) for _ in range(40)]
+    start, failures = threading.Barrier(len(conns)), []
+
+    def write(conn, days: int) -> None:
+        start.wait()
+        try:
+            write_sla_policy(conn, {"critical": days, "high": 30, "medium": 90, "low": 180})
+        except Exception as exc:
+            failures.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=write, args=(c, 7 + n % 2)) for n, c in enumerate(conns)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rows = dict(conns[0].execute("SELECT severity, days FROM sla_policy").fetchall())
+    for conn in conns:
+        conn.close()
+    assert failures == []
+    assert set(rows) == {"critical", "high", "medium", "low"} and rows["critical"] in (7, 8)
