@@ -27,7 +27,7 @@ import dagster as dg
 
 from pipelines.assets import ALL_ASSETS
 from pipelines.checks import history_checks
-from pipelines.partitions import WORKSPACES
+from pipelines.partitions import register
 from pipelines.resources import default_resources
 
 # With DAGSTER_HOME each run is a process holding its own Dagster and DuckDB (about 250 MB): at most this many
@@ -181,10 +181,7 @@ def _create_storage(names: list[str]) -> None:
     with dg.DagsterInstance.get() as instance:
         instance.get_runs(limit=1)
         _ = instance.event_log_storage, instance.schedule_storage
-        known = set(instance.get_dynamic_partitions(WORKSPACES.name))  # nor add them at once, each its own
-        missing = [name for name in names if name not in known]
-        if missing:
-            instance.add_dynamic_partitions(WORKSPACES.name, missing)
+        register(instance, names)  # nor would they add the workspaces' partitions at once
 
 
 def _child_started(progress: bool, pids: multiprocessing.queues.SimpleQueue) -> None:
@@ -211,8 +208,7 @@ def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile
                     console_level: str, *, forget: bool = False) -> Outcome:
     """`forget`: delete the run from the (ephemeral) instance once its outcome is read, so an instance that
     serves many runs in turn holds none of their events."""
-    if not instance.has_dynamic_partition(WORKSPACES.name, workspace):
-        instance.add_dynamic_partitions(WORKSPACES.name, [workspace])
+    register(instance, [workspace])
     run_config = {
         "ops": {"issues": {"config": {"full_reconcile": full_reconcile}},
                 "scans": {"config": {"all_projects": full_reconcile}}},

@@ -18,14 +18,20 @@ from pipelines.settings import Settings
 WORKSPACES = dg.DynamicPartitionsDefinition(name="workspaces")
 
 
+def register(instance: dg.DagsterInstance, names: list[str]) -> None:
+    """Make `names` partitions of `instance` (those it lacks): a run of a workspace is refused by Dagster
+    unless its partition is known, and an instance made for one command (`scanwatch sync`'s) starts empty."""
+    known = set(instance.get_dynamic_partitions(WORKSPACES.name))
+    missing = [name for name in dict.fromkeys(names) if name not in known]
+    if missing:
+        instance.add_dynamic_partitions(WORKSPACES.name, missing)
+
+
 def followed_workspaces(instance: dg.DagsterInstance) -> list[str]:
     """The workspaces the file lists now, in its order, each a partition of `instance` (a name the sensor has
     not added yet is added here, so a schedule's tick never asks for a partition Dagster does not know)."""
     names = Settings.load().workspace_names
-    known = set(instance.get_dynamic_partitions(WORKSPACES.name))
-    missing = [name for name in names if name not in known]
-    if missing:
-        instance.add_dynamic_partitions(WORKSPACES.name, missing)
+    register(instance, names)
     return names
 
 

@@ -20,6 +20,7 @@ import dagster as dg
 
 from pipelines import milestones
 from pipelines.api import PlanRequiredError, ScanningClient
+from pipelines.partitions import WORKSPACES
 from pipelines.resources import HistoryResource, ScanningServiceResource
 from pipelines.settings import Settings
 from pipelines.storage import MergeResult, record_sync_run
@@ -148,9 +149,14 @@ def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContex
     """The run's workspace (its partition). A run started without one, as `dagster job execute` does unless
     told, would fail a step later in Dagster's own input loading with a traceback; it stops here instead, with
     one line naming the tag to pass."""
+    keys = Settings.load().workspace_names
+    named = context.run.tags.get("dagster/partition")
+    if named in keys and not context.instance.has_dynamic_partition(WORKSPACES.name, named):
+        # A run started by hand (`dagster job execute --tags ...`) before the workspaces sensor's first tick
+        # on this instance: the file lists the workspace, so it is one of Dagster's partitions from now on.
+        context.instance.add_dynamic_partitions(WORKSPACES.name, [named])
     if context.has_partition_key:
         return context.partition_key
-    keys = Settings.load().workspace_names
     raise dg.Failure(
         description=f"{context.run.job_name} runs one workspace: pass --tags "
                     f"'{{\"dagster/partition\": \"{keys[0]}\"}}' to dagster job execute "

@@ -140,7 +140,7 @@ def test_a_bad_key_file_is_one_line_naming_the_entry_and_never_the_key(tmp_path,
 
 
 def test_an_entry_without_a_key_source_says_where_a_key_may_come_from(tmp_path):
-    with pytest.raises(ConfigError, match="field 'api_key_env' is missing.*SCANWATCH_KEYS_DIR"):
+    with pytest.raises(ConfigError, match=r"field 'api_key_env' is missing.*SCANWATCH_KEYS_DIR"):
         _ = _settings(tmp_path, "workspaces:\n  - name: acme\n").workspaces
 
 
