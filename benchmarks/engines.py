@@ -37,9 +37,11 @@ def _child(workspace: str = "default") -> int:
 
     from pipelines.assets import ALL_ASSETS
     from pipelines.checks import history_checks
+    from pipelines.partitions import register
     from pipelines.resources import default_resources
 
     with dg.DagsterInstance.ephemeral() as instance:
+        register(instance, [workspace])
         result = dg.materialize(
             [*ALL_ASSETS, *history_checks], resources=default_resources(), instance=instance,
             selection=dg.AssetSelection.all() - dg.AssetSelection.assets("metrics_snapshot"),

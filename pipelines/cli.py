@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sync": ("pipelines.commands.sync", "run every ingestion asset and the metrics snapshot once"),
     "exporter": ("exporters.cli", "serve /metrics from the last metrics snapshot"),
     "demo": ("pipelines.commands.demo", "simulator + first sync + Dagster UI + exporter (+ Prometheus)"),
+    "workspaces": ("pipelines.commands.workspaces", "list the workspaces followed now and before, with their state"),
     "sql": ("pipelines.commands.sql", "run read-only SQL or a cookbook query on the history"),
     "backfill": ("pipelines.commands.backfill", "rebuild the days before the first sync, marked as reconstructed"),
     "backfill-prometheus": ("pipelines.commands.backfill_prometheus",

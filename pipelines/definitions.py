@@ -17,14 +17,14 @@ from pipelines.jobs import project_refresh_job, refresh_job, scans_job, sync_job
 from pipelines.resources import default_resources
 from pipelines.scheduled_scans import scheduled_scans_job, scheduled_scans_schedule
 from pipelines.schedules import refresh_schedule, scans_schedule
-from pipelines.sensors import scan_finished_sensor, snapshot_after_failure
+from pipelines.sensors import scan_finished_sensor, snapshot_after_failure, workspaces_sensor
 
 defs = dg.Definitions(
     assets=ALL_ASSETS,
     asset_checks=history_checks,
     jobs=[sync_job, refresh_job, scans_job, project_refresh_job, scheduled_scans_job],
     schedules=[refresh_schedule, scans_schedule, scheduled_scans_schedule],
-    sensors=[scan_finished_sensor, snapshot_after_failure],
+    sensors=[workspaces_sensor, scan_finished_sensor, snapshot_after_failure],
     resources=default_resources(),
     executor=dg.in_process_executor,
 )

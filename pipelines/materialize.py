@@ -1,22 +1,27 @@
 """Run every asset once in-process, as the schedules would, and gather what the CLI reports.
 
-One Dagster run per followed workspace (its partition), all at once: each key has its own rate-limit budget,
-so K workspaces take about as long as the slowest one; their merges take DuckDB's writer in turn. Without
-`DAGSTER_HOME` the runs share this process (threads, each with its own ephemeral instance); with it, each run
-is a process of its own recording into that instance, as the schedules' runs do: in-process runs sharing
-its SQLite storage from several threads were seen to deadlock.
+One Dagster run per followed workspace (its partition), several at once: each key has its own rate-limit
+budget, so K workspaces take about as long as the slowest one; their merges take DuckDB's writer in turn.
+Without `DAGSTER_HOME` the runs share this process: a few threads, each taking the next workspace when its
+run ends, each with one ephemeral instance for all its runs, a run forgotten once its outcome is read, so
+memory stays flat in the number of workspaces. With it, each run is a process of its own recording into
+that instance, as the schedules' runs do: in-process runs sharing its SQLite storage from several threads
+were seen to deadlock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import multiprocessing
 import multiprocessing.queues
 import os
+import queue
 import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+import threading
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import dagster as dg
@@ -24,11 +29,16 @@ import dagster as dg
 from pipelines.assets import ALL_ASSETS
 from pipelines.checks import history_checks
 from pipelines.jobs import sync_job
+from pipelines.partitions import register
 from pipelines.resources import default_resources
 
 # With DAGSTER_HOME each run is a process holding its own Dagster and DuckDB (about 250 MB): at most this many
 # at once, so a workspace waits for a process only behind 8 others still running.
 MAX_RUN_PROCESSES = 8
+# Without it, runs are threads of this process: at most this many at once. A run of an unchanged workspace is
+# mostly this process's own CPU (Dagster's events, the merges), which more threads would only share; a
+# thousand threads, one per workspace, held a thousand runs' state at once (742 MiB for 200 workspaces).
+MAX_RUN_THREADS = 8
 
 
 @dataclass
@@ -83,13 +93,53 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
     sys.stderr.flush()
     saved = {fd: os.dup(fd) for fd in (1, 2)}
     try:
-        with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="scanwatch-sync") as pool:
-            parts = list(pool.map(lambda name: _materialize_workspace(name, full_reconcile, console_level), names))
+        parts = _in_threads(names, full_reconcile, console_level)
     finally:
         for fd, copy in saved.items():
             os.dup2(copy, fd)
             os.close(copy)
     return Outcome.combine(parts)
+
+
+def _in_threads(names: list[str], full_reconcile: bool, console_level: str) -> list[Outcome]:
+    """At most MAX_RUN_THREADS runs at once, each thread taking the next workspace when its run ends, on one
+    ephemeral instance per thread (created and closed in that thread: see `_materialize_workspace`). Ctrl-C
+    stops the threads from starting another run; the runs under way end as they would."""
+    todo: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
+    for item in enumerate(names):
+        todo.put(item)
+    parts: list[Outcome | None] = [None] * len(names)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            with dg.DagsterInstance.ephemeral() as instance:
+                while not stop.is_set():
+                    try:
+                        index, name = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    parts[index] = _materialize_in(instance, name, full_reconcile, console_level, forget=True)
+        except BaseException as exc:  # re-raised in the calling thread, as a pool's map would
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=work, name=f"scanwatch-sync-{n}")
+               for n in range(min(len(names), MAX_RUN_THREADS))]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except KeyboardInterrupt:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        raise
+    if errors:
+        raise errors[0]
+    return [part for part in parts if part is not None]
 
 
 _progress = logging.getLogger("scanwatch.progress")
@@ -108,7 +158,7 @@ def _in_processes(names: list[str], full_reconcile: bool, console_level: str) ->
     by the daemon would. Each run process leads a session of its own, so Ctrl-C reaches this command alone
     (in the terminal's process group it also reached the helpers Dagster starts per step, which printed a
     traceback each); this command then interrupts every run, and waits for their outcomes."""
-    _create_storage()
+    _create_storage(names)
     # Never fork this process (it runs threads): a fork server, started clean, imports Dagster and the
     # assets once and forks each run from there, instead of every run importing them again.
     context = multiprocessing.get_context("forkserver")
@@ -127,12 +177,13 @@ def _in_processes(names: list[str], full_reconcile: bool, console_level: str) ->
             return [future.result() for future in futures if not future.cancel()]
 
 
-def _create_storage() -> None:
+def _create_storage(names: list[str]) -> None:
     """Create the instance's SQLite storage here, once: runs starting in several processes on a new
     `DAGSTER_HOME` would each create its tables at once and fail ("table runs already exists")."""
     with dg.DagsterInstance.get() as instance:
         instance.get_runs(limit=1)
         _ = instance.event_log_storage, instance.schedule_storage
+        register(instance, names)  # nor would they add the workspaces' partitions at once
 
 
 def _child_started(progress: bool, pids: multiprocessing.queues.SimpleQueue) -> None:
@@ -155,16 +206,21 @@ def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: 
         return _materialize_in(instance, workspace, full_reconcile, console_level)
 
 
+@functools.lru_cache(maxsize=1)
 def _sync_job() -> dg.JobDefinition:
     """`sync_job` bound to the assets, checks and resources, as a deployment runs it: a CLI sync appears in
-    Dagster's run list under that name (tagged `scanwatch/trigger=cli`), not as `__ephemeral_asset_job__`."""
+    Dagster's run list under that name (tagged `scanwatch/trigger=cli`), not as `__ephemeral_asset_job__`.
+    Built once a process: a sync of many workspaces runs the same job for each."""
     defs = dg.Definitions(assets=ALL_ASSETS, asset_checks=history_checks, jobs=[sync_job],
                           resources=default_resources(), executor=dg.in_process_executor)
     return defs.resolve_job_def(sync_job.name)
 
 
 def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile: bool,
-                    console_level: str) -> Outcome:
+                    console_level: str, *, forget: bool = False) -> Outcome:
+    """`forget`: delete the run from the (ephemeral) instance once its outcome is read, so an instance that
+    serves many runs in turn holds none of their events."""
+    register(instance, [workspace])
     run_config = {
         "ops": {"issues": {"config": {"full_reconcile": full_reconcile}},
                 "scans": {"config": {"all_projects": full_reconcile}}},
@@ -193,4 +249,6 @@ def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile
         data = getattr(event, "event_specific_data", None)
         if event.event_type_value == "ASSET_CHECK_EVALUATION" and not data.passed:
             outcome.failed_checks.append(data.check_name)
+    if forget:
+        instance.delete_run(result.run_id)
     return outcome

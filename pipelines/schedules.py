@@ -1,12 +1,13 @@
 """Schedules. Cadences come from the settings so a deployment can tune them without code; each tick asks
-for one run per followed workspace, so one workspace's failure never holds the others back."""
+for one run per workspace the file lists at that tick (read again at each one), so one workspace's failure
+never holds the others back and a workspace added to the file is refreshed from the next tick on."""
 
 from __future__ import annotations
 
 import dagster as dg
 
 from pipelines.jobs import refresh_job, scans_job
-from pipelines.partitions import WORKSPACES
+from pipelines.partitions import followed_workspaces
 from pipelines.settings import Settings
 
 _settings = Settings.load()
@@ -19,7 +20,7 @@ def _every_workspace(name: str, job: dg.UnresolvedAssetJobDefinition, cron: str,
     def _schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
         tick = context.scheduled_execution_time.strftime("%Y%m%dT%H%M")
         return [dg.RunRequest(run_key=f"{workspace}-{tick}", partition_key=workspace)
-                for workspace in WORKSPACES.get_partition_keys()]
+                for workspace in followed_workspaces(context.instance)]
 
     return _schedule
 

@@ -1,4 +1,5 @@
-"""Refresh a project soon after one of its scans finishes, instead of waiting for the next schedule tick."""
+"""Refresh a project soon after one of its scans finishes, instead of waiting for the next schedule tick; and
+follow the workspaces file's list of workspaces as Dagster's partitions while scanwatch runs."""
 
 import hashlib
 import time
@@ -19,8 +20,9 @@ from pipelines.api import (
 )
 from pipelines.assets.step import current_workspace
 from pipelines.jobs import project_refresh_job
-from pipelines.partitions import WORKSPACES
+from pipelines.partitions import WORKSPACES, followed_workspaces, partition_changes
 from pipelines.resources import HistoryResource, ScanningServiceResource
+from pipelines.settings import ConfigError, Settings
 from pipelines.sqlfiles import read_sql
 from pipelines.storage import HistoryLockedError, HistoryUnavailableError, reader
 from pipelines.vocabulary import UNFINISHED_SCAN_STATUSES
@@ -49,7 +51,7 @@ def scan_finished_sensor(
     refresh. Every workspace is polled at once within its own 20 s budget: a slow, failing or refused
     workspace is one skip line of its own and never delays another's run request, nor the tick past Dagster's
     limit."""
-    names = WORKSPACES.get_partition_keys()
+    names = followed_workspaces(context.instance)
     busy = _workspaces_with_a_run(context.instance)
     deadline = time.time() + WORKSPACE_BUDGET_SECONDS
     pool = ThreadPoolExecutor(max_workers=min(len(names), MAX_WORKSPACES_AT_ONCE), thread_name_prefix="scan-poll")
@@ -163,6 +165,27 @@ def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceRe
         return (f"{len(pending) - polled} of {len(pending)} queued scan(s) not polled within the "
                 f"{WORKSPACE_BUDGET_SECONDS:g} s budget; polled again next tick")
     return f"{len(pending)} scan(s) still running"
+
+
+@dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING)
+def workspaces_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+    """Reads the workspaces file at each tick and makes Dagster's workspace partitions follow it: a name
+    added to the file becomes a partition (the schedules refresh it from their next tick), a name removed
+    stops being one (no schedule or sensor polls it again; its history and past runs are kept). A file that
+    cannot be read or checked changes nothing: one skip line says why, and every workspace stays followed."""
+    try:
+        names = Settings.load().workspace_names
+    except ConfigError as exc:
+        return dg.SkipReason(f"workspaces file not followed this tick, partitions unchanged: {exc}")
+    added, removed = partition_changes(context.instance, names)
+    if not added and not removed:
+        return dg.SkipReason(f"{len(names)} workspace(s) followed, none added or removed")
+    for line in ([f"workspace {n} added" for n in added[:20]] + [f"workspace {n} removed: its history is kept, "
+                                                                   "it is no longer polled" for n in removed[:20]]):
+        context.log.info(line)
+    return dg.SensorResult(dynamic_partitions_requests=[
+        *([WORKSPACES.build_add_request(added)] if added else []),
+        *([WORKSPACES.build_delete_request(removed)] if removed else [])])
 
 
 @dg.run_failure_sensor(default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=30)

@@ -168,6 +168,13 @@ class Settings:
         return read_workspace_names(self.workspaces_file)
 
     def workspace(self, name: str) -> Workspace:
+        """One followed workspace, its entry alone checked when a file lists them (every step of a run asks)."""
+        if self.workspaces_file is not None and "workspaces" not in self.__dict__:
+            from pipelines.workspaces_file import read_workspace
+
+            found = read_workspace(self.workspaces_file, name, self._env)
+            if found is not None:
+                return found
         for ws in self.workspaces:
             if ws.name == name:
                 return ws

@@ -88,11 +88,15 @@ def _prepare(conn: Connection, now: datetime, sla_days: dict[str, int] | None,
              critical_info_limit: int, critical_new_limit: int) -> _Build:
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (UTC)")
+    from pipelines.sqlfiles import read_sql
     from pipelines.storage.reference import write_sla_policy  # duckdb: not at import, for the exporter
 
     sla = vocabulary.sla_policy({}, sla_days)
     with conn.engine.session(conn) as writer:  # its own transaction: a caller's open one stays untouched
-        write_sla_policy(writer, sla)  # the policy the SQL reads, and the cookbook after it
+        # The policy the SQL reads, and the cookbook after it; written only when it changed (each workspace's
+        # run builds a part, and the policy moves only with SCANWATCH_SLA_DAYS).
+        if dict(writer.execute(read_sql("reference/sla_policy_in_force.sql")).fetchall()) != dict(sla):
+            write_sla_policy(writer, sla)
     # The cut of new critical issues is counted from listed rows, so at least one is listed.
     return _Build(now, sla, max(0, int(critical_info_limit)), max(1, int(critical_new_limit)))
 

@@ -143,9 +143,11 @@ def sync_history(*, full_reconcile: bool = False, workspace: str = "default") ->
 
     from pipelines.assets import ALL_ASSETS
     from pipelines.checks import history_checks
+    from pipelines.partitions import register
     from pipelines.resources import default_resources
 
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+    register(instance, [workspace])
     with contextlib.ExitStack() as stack:
         if not os.environ.get("DAGSTER_HOME"):
             stack.callback(instance.dispose)

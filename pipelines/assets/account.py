@@ -46,7 +46,7 @@ def account(
     with sync_step(context, "account", history, scanning_service, partition_workspace(context)) as step:
         body = step.client.get_account()
         workspace = body.get("workspace") or {}
-        with step.db() as conn, conn.engine.holding_name(conn, step.label, workspace.get("id")):
+        with step.db(keep=True) as conn, conn.engine.holding_name(conn, step.label, workspace.get("id")):
             bind_workspace(conn, step.label, workspace.get("id"), workspace.get("name") or "")
             step.workspace_id = workspace.get("id")
             step.add(merge_account(conn, body, now=step.now, service_version=step.client.stats.service_version))

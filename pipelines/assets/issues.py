@@ -77,7 +77,7 @@ def issues(
             done = [(pid, fp, full) for (pid, fp, full), got in zip(todo, stages, strict=True) if got is not None]
             read_stages = [got for got in stages if got is not None]
             merge_started = time.perf_counter()
-            with step.db() as conn:
+            with step.db(keep=True) as conn:
                 result = step.add(merge_issue_stages(conn, step.workspace_id, read_stages, now=step.now,
                                                      project_state=done))
             merge_seconds = time.perf_counter() - merge_started

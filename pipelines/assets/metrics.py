@@ -37,7 +37,7 @@ def metrics_snapshot(
     just read (`scanwatch backfill`), after the part is written: the snapshot reads none of what the
     reconstruction writes, so a reconstruction that fails never holds back the workspace's fresh metrics."""
     with sync_step(context, "metrics_snapshot", history, scanning_service, partition_workspace(context),
-                   reads_service=False) as step, step.db() as conn:
+                   reads_service=False) as step, step.db(keep=True) as conn:
         part = refresh_snapshot(conn, workspace_id=step.workspace_id, label=step.label,
                                 path=Path(config.path) if config.path else None, now=step.now,
                                 sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,

@@ -31,7 +31,7 @@ def projects_and_targets(
             expected = conn.execute(read_sql("sync/projects_expected.sql"),
                                     {"workspace_id": step.workspace_id}).fetchall()[0][0]
         body = step.client.list_projects(expected=expected)
-        with step.db() as conn:
+        with step.db(keep=True) as conn:
             result = step.add(merge_projects(conn, step.workspace_id, body, now=step.now))
     targets_rows = result.rows["targets"] + result.rows["targets"]  # current rows and their score snapshots
     yield dg.MaterializeResult(asset_key="projects", metadata={

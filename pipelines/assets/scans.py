@@ -101,7 +101,7 @@ def scans(
         if gone:
             context.log.warning("%d queued scan(s) answered 404 and are settled as gone: %s", len(gone),
                                 ", ".join(sid for sid, _ in gone[:5]))
-        with step.db() as conn:
+        with step.db(keep=True) as conn:
             result = step.add(merge_scans(conn, step.workspace_id, fresh, now=step.now, gone=gone))
             milestones.reached("scans.before_state")
             record_scans_state(conn, step.workspace_id, [row for row in todo if row[0] not in unread], step.now)

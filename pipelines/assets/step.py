@@ -40,15 +40,40 @@ class Step:
     merged: list[MergeResult] = field(default_factory=list)
     _workspace_id: str | None = None
     _looked_up: bool = False
+    _kept: tuple[object, Connection] | None = None  # the last merge's connection, for the record of the run
 
     @contextmanager
-    def db(self) -> Iterator[Connection]:
+    def db(self, *, keep: bool = False) -> Iterator[Connection]:
         """The history, held only for one read or one merge. The first one also looks up the service workspace
-        this name follows: each open of a DuckDB history costs tens of milliseconds, several per step."""
-        with self.history.get_connection() as conn:
+        this name follows: each open of a history costs milliseconds (a DuckDB file attached and its schema
+        checked, a PostgreSQL session started), several per step. `keep`: the step's last use, a merge after
+        which only the record of the run follows, with no wait on the service between: its connection is
+        kept for that record rather than closed and opened again."""
+        if self._kept is not None:
+            holder, conn = self._kept
+            self._kept = None
+        else:
+            holder = self.history.get_connection()
+            conn = holder.__enter__()
+        try:
             if not self._looked_up:
                 self.workspace_id = current_workspace(conn, self.label)
             yield conn
+        except BaseException as exc:
+            if not holder.__exit__(type(exc), exc, exc.__traceback__):
+                raise
+            return
+        if keep:
+            self._kept = (holder, conn)
+        else:
+            holder.__exit__(None, None, None)
+
+    def release(self) -> None:
+        """Close a connection kept by `db(keep=True)` that no record of the run took."""
+        if self._kept is not None:
+            holder, _ = self._kept
+            self._kept = None
+            holder.__exit__(None, None, None)
 
     @property
     def workspace_id(self) -> str | None:
@@ -124,13 +149,19 @@ def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContex
     """The run's workspace (its partition). A run started without one, as `dagster job execute` does unless
     told, would fail a step later in Dagster's own input loading with a traceback; it stops here instead, with
     one line naming the tag to pass."""
+    keys = Settings.load().workspace_names
+    named = context.run.tags.get("dagster/partition")
+    if named in keys and not context.instance.has_dynamic_partition(WORKSPACES.name, named):
+        # A run started by hand (`dagster job execute --tags ...`) before the workspaces sensor's first tick
+        # on this instance: the file lists the workspace, so it is one of Dagster's partitions from now on.
+        context.instance.add_dynamic_partitions(WORKSPACES.name, [named])
     if context.has_partition_key:
         return context.partition_key
-    keys = WORKSPACES.get_partition_keys()
     raise dg.Failure(
         description=f"{context.run.job_name} runs one workspace: pass --tags "
                     f"'{{\"dagster/partition\": \"{keys[0]}\"}}' to dagster job execute "
-                    f"(workspaces: {', '.join(keys)}), or run `scanwatch sync`",
+                    f"(workspaces: {', '.join(keys[:5])}{f' and {len(keys) - 5} more' if len(keys) > 5 else ''}), "
+                    "or run `scanwatch sync`",
         allow_retries=False)
 
 
@@ -173,7 +204,10 @@ def _sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: 
                     yield step
                 finally:
                     stats = client.stats.snapshot()
-    except Exception as exc:
+    except BaseException as exc:
+        if not isinstance(exc, Exception):
+            step.release()
+            raise
         try:  # best effort: the failure itself must surface even if the history cannot take the row
             with step.db() as conn:
                 if isinstance(exc, PlanRequiredError) and step.workspace_id:

@@ -9,6 +9,7 @@ applied without running it, so every history counts the same versions.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,12 +37,19 @@ _ENGINES = re.compile(r"^--\s*engines:\s*(.+)$", re.MULTILINE)
 
 
 def _migrations() -> list[tuple[int, str]]:
+    """Every migration, listed again only when the folder changed (every open of the history asks)."""
+    folder = sql_dir() / "migrations"
+    return list(_listed(folder, folder.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=8)
+def _listed(folder: Path, _changed: int) -> tuple[tuple[int, str], ...]:
     found = []
-    for path in sorted((sql_dir() / "migrations").iterdir()):
+    for path in sorted(folder.iterdir()):
         m = _MIGRATION.match(path.name)
         if m:
             found.append((int(m.group(1)), path.name))
-    return found
+    return tuple(found)
 
 
 def latest_version() -> int:

@@ -45,5 +45,5 @@ def write_vocabulary(conn: Any) -> bool:
 def write_sla_policy(conn: Any, sla_days: Mapping[str, int]) -> None:
     """Record the SLA policy the snapshot about to be built uses."""
     with transaction(conn):
-        conn.execute(read_sql("reference/sla_policy.sql"),
+        execute_file(conn, "reference/sla_policy.sql",
                      {"severities": list(sla_days), "days": [int(d) for d in sla_days.values()]})

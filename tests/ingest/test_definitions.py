@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
+from pipelines.partitions import register
 from tests.ingest.conftest import Oracle, query, run_sync
 
 
@@ -92,6 +93,7 @@ def test_a_scan_the_hourly_scans_run_settles_between_two_ticks_still_gets_its_is
     assert run_sync().success
     sim.advance(3600)  # the scan finishes between two ticks
     instance = dg.DagsterInstance.ephemeral()
+    register(instance, ["default"])
 
     def run(job: dg.UnresolvedAssetJobDefinition, **kw) -> None:  # with this test's resources, as the job selects
         result = dg.materialize(ALL_ASSETS, selection=job.selection, resources=default_resources(),
@@ -132,9 +134,10 @@ def test_the_history_checks_run_in_one_step_and_only_for_the_selected_assets(env
     from pipelines.resources import default_resources
 
     def run(selection=None) -> tuple[dict[str, bool], set[str]]:
+        instance = dg.DagsterInstance.ephemeral()
+        register(instance, ["default"])
         result = dg.materialize([*ALL_ASSETS, *history_checks], resources=default_resources(),
-                                instance=dg.DagsterInstance.ephemeral(), selection=selection,
-                                partition_key="default")
+                                instance=instance, selection=selection, partition_key="default")
         assert result.success
         evaluations = {e.event_specific_data.check_name: e.event_specific_data.passed for e in result.all_events
                        if e.event_type_value == "ASSET_CHECK_EVALUATION"}

@@ -203,12 +203,14 @@ from pipelines.partitions import WORKSPACES
 
 schedule = next(s for s in defs.schedules if s.name == "refresh_schedule")
 when = datetime.datetime(2026, 11, 1, 12, 15, tzinfo=datetime.UTC)
-with dg.build_schedule_context(scheduled_execution_time=when) as ctx:
-    ticks = schedule(ctx)
-with dg.build_sensor_context(resources=default_resources(), instance=dg.DagsterInstance.ephemeral()) as ctx:
-    polled = scan_finished_sensor(ctx)
+with dg.instance_for_test() as instance:
+    with dg.build_schedule_context(scheduled_execution_time=when, instance=instance) as ctx:
+        ticks = schedule(ctx)
+    with dg.build_sensor_context(resources=default_resources(), instance=instance) as ctx:
+        polled = scan_finished_sensor(ctx)
+    partitions = WORKSPACES.get_partition_keys(dynamic_partitions_store=instance)
 print(json.dumps({
-    "partitions": WORKSPACES.get_partition_keys(),
+    "partitions": partitions,
     "schedule": [[r.partition_key, r.run_key] for r in ticks],
     "sensor": [[r.partition_key, r.run_config["ops"]["issues"]["config"]["project_ids"]] for r in polled]
               if isinstance(polled, list) else polled.skip_message,
@@ -236,6 +238,30 @@ def test_schedules_and_the_sensor_cover_every_workspace(sim, deployment, first_s
     assert seen["schedule"] == [[n, f"{n}-20261101T1215"] for n in ("acme", "beta", "gamma")]
     # Only acme had a queued scan; beta has none and gamma's key is refused: neither holds acme back.
     assert seen["sensor"] == [["acme", [target["project_id"]]]]
+
+
+def test_scanwatch_workspaces_lists_the_followed_and_the_removed_with_their_state(sim, deployment, first_sync,
+                                                                                 tmp_path):
+    """The file now follows acme with its key in a file (as a mounted Secret gives it) and gamma, and no longer
+    beta: acme and gamma show their last runs, beta shows as removed with its history kept; no key shows."""
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    (keys / "acme").write_text(deployment["SCANWATCH_KEY_ACME"] + "\n")
+    (tmp_path / "workspaces.yml").write_text(
+        "workspaces:\n  - name: acme\n  - name: gamma\n    api_key_env: SCANWATCH_KEY_GAMMA\n")
+    env = {**deployment, "SCANWATCH_WORKSPACES_FILE": str(tmp_path / "workspaces.yml"),
+           "SCANWATCH_KEYS_DIR": str(keys), "SCANWATCH_KEY_ACME": ""}
+    done = subprocess.run([sys.executable, "-m", "pipelines.cli", "workspaces", "--format", "tsv"], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("\t")[0]: line.split("\t") for line in done.stdout.strip().splitlines()[1:]}
+    assert set(rows) == {"acme", "beta", "gamma"}
+    assert rows["acme"][1:3] == ["followed", f"the key file {keys / 'acme'}"]
+    assert rows["acme"][4] != "-" and rows["acme"][5] == "success"
+    assert rows["gamma"][1:3] == ["followed", "SCANWATCH_KEY_GAMMA"] and rows["gamma"][5] == "failure"
+    assert rows["beta"][1] == "removed: history kept, not polled" and rows["beta"][5] == "success"
+    assert all(deployment[k] not in done.stdout + done.stderr
+               for k in ("SCANWATCH_KEY_ACME", "SCANWATCH_KEY_BETA", "SCANWATCH_KEY_GAMMA"))
 
 
 def test_with_dagster_home_the_summary_still_reaches_the_terminal(deployment, first_sync, tmp_path):
