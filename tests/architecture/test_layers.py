@@ -32,7 +32,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "pipelines.checks", "pipelines.jobs", "pipelines.schedules", "pipelines.sensors",
                  "pipelines.scheduled_scans", "pipelines.definitions")),
     ("commands", ("pipelines.materialize", "pipelines.commands", "pipelines.commands.*", "pipelines.backfill.tsdb",
-                  "pipelines.backfill.openmetrics", "pipelines.history", "pipelines.cli")),
+                  "pipelines.backfill.remote", "pipelines.backfill.openmetrics", "pipelines.history",
+                  "pipelines.cli")),
     ("exporter", ("exporters", "exporters.*")),
 ]
 # What the exporter may take from `pipelines`: its command reads the one settings object, nothing more.
