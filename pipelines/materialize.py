@@ -12,7 +12,6 @@ were seen to deadlock.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import multiprocessing
 import multiprocessing.queues
@@ -206,11 +205,9 @@ def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: 
         return _materialize_in(instance, workspace, full_reconcile, console_level)
 
 
-@functools.lru_cache(maxsize=1)
 def _sync_job() -> dg.JobDefinition:
     """`sync_job` bound to the assets, checks and resources, as a deployment runs it: a CLI sync appears in
-    Dagster's run list under that name (tagged `scanwatch/trigger=cli`), not as `__ephemeral_asset_job__`.
-    Built once a process: a sync of many workspaces runs the same job for each."""
+    Dagster's run list under that name (tagged `scanwatch/trigger=cli`), not as `__ephemeral_asset_job__`."""
     defs = dg.Definitions(assets=ALL_ASSETS, asset_checks=history_checks, jobs=[sync_job],
                           resources=default_resources(), executor=dg.in_process_executor)
     return defs.resolve_job_def(sync_job.name)
