@@ -165,3 +165,26 @@ def test_a_single_file_snapshot_is_replaced_by_the_folder_of_every_part(conn, tm
     written = refresh_snapshot(conn, workspace_id="ws-2", label=None, path=path, now=NOW)
     assert path.is_dir() and written.parts == 2 and sorted(p.name for p in path.iterdir()) == ["ws-1.json", "ws-2.json"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left beside it
+
+
+def test_parts_of_a_folder_past_the_total_cap_are_unreadable_and_served_once_there_is_room(conn, tmp_path: Path,
+                                                                                         caplog) -> None:
+    """Each part within the part cap, all of them together within the total: the part that would take the
+    folder's parts past `total_bytes` is unreadable, never held, and served once room is made."""
+    from exporters.snapshot_format import Limits
+    from exporters.source import SnapshotSource
+
+    folder = tmp_path / "scanwatch-metrics.json"
+    _write_parts(conn, folder)
+    sizes = {p.stem: p.stat().st_size for p in folder.iterdir()}
+    total = max(sizes.values()) + min(sizes.values()) - 1  # room for one part, not both
+    source = SnapshotSource(folder, limits=Limits(part_bytes=total, total_bytes=total))
+    state = source.get()
+    served = sorted(name for name, part in state.parts.items() if part.readable)
+    assert len(served) == 1 and not state.readable, state.parts
+    refused = next(name for name in state.parts if name not in served)
+    assert state.parts[refused].doc is None
+    assert f"{refused}.json" in caplog.text and "byte total" in caplog.text
+    (folder / f"{served[0]}.json").unlink()  # room made: the refused part is served at the next look
+    again = source.get()
+    assert sorted(again.parts) == [refused] and again.readable
