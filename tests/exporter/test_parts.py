@@ -188,3 +188,23 @@ def test_parts_of_a_folder_past_the_total_cap_are_unreadable_and_served_once_the
     (folder / f"{served[0]}.json").unlink()  # room made: the refused part is served at the next look
     again = source.get()
     assert sorted(again.parts) == [refused] and again.readable
+
+
+def test_a_part_file_over_the_part_cap_is_refused_before_it_is_read(conn, tmp_path: Path) -> None:
+    """The exporter's part cap bounds what it reads from a folder, not only what it serves: a larger part file
+    is refused from its size, before any byte of it is held."""
+    from exporters.snapshot_format import Limits, SnapshotError
+
+    folder = tmp_path / "scanwatch-metrics.json"
+    _write_parts(conn, folder)
+    sizes = {p.stem: p.stat().st_size for p in folder.iterdir()}
+    small, large = sorted(sizes, key=sizes.get)
+    store = FileStore(folder, limits=Limits(part_bytes=sizes[small]))
+    assert store.read(small)[1] is not None
+    with pytest.raises(SnapshotError, match=f"over the exporter's {sizes[small]:,}-byte cap"):
+        store.read(large)
+    sparse = folder / "ws-3.json"
+    with open(sparse, "wb") as fh:  # sparse: its size is what counts; reading it would cost the memory
+        fh.truncate(Limits().part_bytes + 1)
+    with pytest.raises(SnapshotError, match="cap"):
+        FileStore(folder, limits=Limits()).read("ws-3")
