@@ -10,7 +10,7 @@ def test_help_lists_every_promised_command():
         [sys.executable, "-m", "pipelines.cli", "--help"], capture_output=True, text=True, check=True
     ).stdout
     promised = {"simulator", "sync", "exporter", "demo", "sql", "backfill", "backfill-prometheus", "config", "roles",
-                "backup", "restore", "prune"}
+                "backup", "restore", "prune", "workspaces"}
     for name in promised:
         assert name in out
     assert set(SUBCOMMANDS) == promised
