@@ -60,3 +60,26 @@ def test_a_file_where_a_folder_goes_stops_the_export_before_any_write(tmp_path, 
     assert code == 1 and len(lines) == 1 and "grafana" in lines[0] and "nothing was written" in lines[0], err
     assert _files(out) == ["grafana"], "a partial tree"
     assert (out / "grafana").read_text() == "not a folder\n"
+
+
+def test_a_folder_swapped_for_a_link_after_the_checks_never_redirects_a_write(tmp_path, capsys, monkeypatch):
+    """The race the checks cannot close: DIR/grafana is a folder when the export looks, and a link to elsewhere
+    by the time it writes. The folders are opened without following links, so the write fails in one line
+    and nothing lands outside DIR."""
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (out / "grafana").mkdir(parents=True)
+    real_mkdtemp = config_export.tempfile.mkdtemp
+
+    def swap_then_mkdtemp(*args, **kwargs):
+        (out / "grafana").rmdir()
+        (out / "grafana").symlink_to(elsewhere, target_is_directory=True)
+        return real_mkdtemp(*args, **kwargs)
+
+    monkeypatch.setattr(config_export.tempfile, "mkdtemp", swap_then_mkdtemp)
+    code, _, err = _run(out, capsys)
+    assert list(elsewhere.rglob("*")) == [], "written through the link"
+    lines = err.splitlines()
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("scanwatch config export: "), err
+    assert (out / "grafana").is_symlink()
+    assert not [p for p in out.iterdir() if p.name.startswith(".scanwatch")], "a temporary folder was left"

@@ -279,6 +279,32 @@ def test_a_part_over_the_size_cap_is_unreadable_and_the_others_are_served(
     assert f"over the exporter's {cap:,}-byte cap" in caplog.text
 
 
+
+def test_a_part_over_the_size_cap_is_never_fetched_from_the_server(in_history: str) -> None:
+    """The cap bounds what the exporter holds, not only what it serves: a part over it is never fetched, by
+    the poll nor by a direct read, so one huge row cannot take the exporter's memory."""
+    from exporters.snapshot_format import SnapshotError
+
+    with connect(in_history) as conn:
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    with psycopg.connect(in_history, autocommit=True) as raw:
+        sizes = dict(raw.execute("SELECT name, octet_length(document) FROM snapshot_parts").fetchall())
+    small, large = sorted(sizes, key=sizes.get)
+    cap = sizes[small]
+    store = PolledStore(HistoryLocation.parse(in_history), poll_seconds=60, limits=Limits(part_bytes=cap))
+    try:
+        store.look()
+        assert store.read(small)[1] is not None
+        with pytest.raises(SnapshotError, match=f"over the exporter's {cap:,}-byte cap"):
+            store.read(large)
+    finally:
+        store.close()
+    with psycopg.connect(in_history, autocommit=True) as raw:
+        direct = DatabaseStore(raw, HistoryLocation.parse(in_history), limits=Limits(part_bytes=cap))
+        assert set(direct.read_many([small, large])) == {small}
+        with pytest.raises(SnapshotError, match="cap"):
+            direct.read(large)
+
 def test_parts_past_the_exporters_total_cap_are_unreadable_and_served_once_there_is_room(
         in_history: str, caplog: pytest.LogCaptureFixture) -> None:
     from exporters.source import SnapshotSource

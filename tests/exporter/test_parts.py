@@ -165,3 +165,46 @@ def test_a_single_file_snapshot_is_replaced_by_the_folder_of_every_part(conn, tm
     written = refresh_snapshot(conn, workspace_id="ws-2", label=None, path=path, now=NOW)
     assert path.is_dir() and written.parts == 2 and sorted(p.name for p in path.iterdir()) == ["ws-1.json", "ws-2.json"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left beside it
+
+
+def test_parts_of_a_folder_past_the_total_cap_are_unreadable_and_served_once_there_is_room(conn, tmp_path: Path,
+                                                                                         caplog) -> None:
+    """Each part within the part cap, all of them together within the total: the part that would take the
+    folder's parts past `total_bytes` is unreadable, never held, and served once room is made."""
+    from exporters.snapshot_format import Limits
+    from exporters.source import SnapshotSource
+
+    folder = tmp_path / "scanwatch-metrics.json"
+    _write_parts(conn, folder)
+    sizes = {p.stem: p.stat().st_size for p in folder.iterdir()}
+    total = max(sizes.values()) + min(sizes.values()) - 1  # room for one part, not both
+    source = SnapshotSource(folder, limits=Limits(part_bytes=total, total_bytes=total))
+    state = source.get()
+    served = sorted(name for name, part in state.parts.items() if part.readable)
+    assert len(served) == 1 and not state.readable, state.parts
+    refused = next(name for name in state.parts if name not in served)
+    assert state.parts[refused].doc is None
+    assert f"{refused}.json" in caplog.text and "byte total" in caplog.text
+    (folder / f"{served[0]}.json").unlink()  # room made: the refused part is served at the next look
+    again = source.get()
+    assert sorted(again.parts) == [refused] and again.readable
+
+
+def test_a_part_file_over_the_part_cap_is_refused_before_it_is_read(conn, tmp_path: Path) -> None:
+    """The exporter's part cap bounds what it reads from a folder, not only what it serves: a larger part file
+    is refused from its size, before any byte of it is held."""
+    from exporters.snapshot_format import Limits, SnapshotError
+
+    folder = tmp_path / "scanwatch-metrics.json"
+    _write_parts(conn, folder)
+    sizes = {p.stem: p.stat().st_size for p in folder.iterdir()}
+    small, large = sorted(sizes, key=sizes.get)
+    store = FileStore(folder, limits=Limits(part_bytes=sizes[small]))
+    assert store.read(small)[1] is not None
+    with pytest.raises(SnapshotError, match=f"over the exporter's {sizes[small]:,}-byte cap"):
+        store.read(large)
+    sparse = folder / "ws-3.json"
+    with open(sparse, "wb") as fh:  # sparse: its size is what counts; reading it would cost the memory
+        fh.truncate(Limits().part_bytes + 1)
+    with pytest.raises(SnapshotError, match="cap"):
+        FileStore(folder, limits=Limits()).read("ws-3")

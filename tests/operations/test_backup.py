@@ -93,3 +93,22 @@ def test_a_backup_never_overwrites_a_file(sim, tmp_path):
     assert_one_line(done.stderr, must_contain="already exists")
     assert taken.read_text() == "keep me"
     assert ROOT.is_dir()
+
+
+def test_a_backup_of_a_newer_scanwatch_is_refused_and_nothing_is_written(sim, tmp_path):
+    """A backup whose schema is newer than this scanwatch's is never restored: this version would then write it."""
+    import duckdb
+
+    from pipelines.sqlfiles import read_sql
+    from pipelines.storage.db import latest_version
+
+    backup = tmp_path / "newer.duckdb"
+    with duckdb.connect(str(backup)) as con:
+        con.execute(read_sql("storage/schema_migrations.sql"))
+        con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, 'a newer scanwatch')",
+                    [latest_version() + 1])
+    db = tmp_path / "history.duckdb"
+    done = cli(["restore", str(backup)], service_env(sim, db))
+    assert done.returncode == 1, done.stderr
+    assert_one_line(done.stderr, must_contain="newer than this scanwatch's")
+    assert not db.exists() and not db.with_name(db.name + ".restoring").exists()

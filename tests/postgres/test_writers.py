@@ -121,3 +121,31 @@ def test_two_syncs_of_one_workspace_take_turns_and_leave_the_history_one_sync_wo
     _done(_worker(_env(sim, reference, tmp_path), "acme"))
     _same_history(pg_database, reference)
     assert rows(pg_database, "SELECT count(*) - count(DISTINCT id) FROM issues")[0][0] == 0
+
+
+def test_once_the_workspace_row_exists_a_second_sync_still_waits_for_the_workspace_s_turn(sim, pg_server,
+                                                                                         pg_database, tmp_path):
+    """The turn is the lock on the workspace's row (storage/workspace_lock.sql), not the wait of a first insert:
+    once an earlier sync has committed the row, a sync of the workspace holding its merge still makes the next
+    one wait at its first merge, on that row."""
+    env = _env(sim, pg_database, tmp_path)
+    _done(_worker(env, "acme"))  # the workspace's row is there, committed
+    assert rows(pg_database, "SELECT count(*) FROM scanwatch_workspace_locks WHERE workspace_key <> ''")[0][0] == 1
+    sim.run_round()
+    release = tmp_path / "release-first"
+    first = _paused(env, "acme", release)
+    try:
+        second = _worker(env, "acme")
+        deadline = time.monotonic() + 90
+        while not rows(pg_database, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                                    "WHERE l.locktype IN ('transactionid', 'tuple') AND NOT l.granted "
+                                    "AND a.application_name = 'scanwatch' "
+                                    "AND a.query LIKE '%scanwatch_workspace_locks%FOR UPDATE%'")[0][0]:
+            assert second.poll() is None, "the second sync ran on while the first held the workspace's turn"
+            assert time.monotonic() < deadline, "the second sync never waited on the workspace's row"
+            time.sleep(0.1)
+    finally:
+        release.write_text("go")
+    _done(first)
+    _done(second)
+    assert rows(pg_database, "SELECT count(*) - count(DISTINCT id) FROM issues")[0][0] == 0

@@ -118,6 +118,7 @@ def test_keys_from_a_folder_of_key_files_and_from_a_named_file(tmp_path):
 @pytest.mark.parametrize(("entry", "make", "says"), [
     ("  - name: acme\n", None, "workspaces[0] (acme): its key file {keys}/acme does not exist"),
     ("  - name: acme\n", "dir", "workspaces[0] (acme): its key file {keys}/acme is not a regular file"),
+    ("  - name: acme\n", "big", "workspaces[0] (acme): its key file {keys}/acme is larger than 4 KiB"),
     ("  - name: acme\n", "bad", "workspaces[0] (acme): field 'api_key_file': the key file {keys}/acme does not "
                                 "look like an API key"),
     ("  - name: acme\n    api_key_file: x\n    api_key_env: KEY_A\n", None,
@@ -129,6 +130,8 @@ def test_a_bad_key_file_is_one_line_naming_the_entry_and_never_the_key(tmp_path,
     keys.mkdir()
     if make == "dir":
         (keys / "acme").mkdir()
+    elif make == "big":  # a key file pointed at something large is refused, never read whole
+        (keys / "acme").write_text(B + "\n" * 5000)
     elif make == "bad":
         (keys / "acme").write_text("not-a-key " + B)
     settings = _settings(tmp_path, "workspaces:\n" + entry, SCANWATCH_KEYS_DIR=str(keys), KEY_A=A)
