@@ -83,3 +83,33 @@ def test_explain_range_estimates_let_the_acme_role_recover_a_globex_value(histor
                                                       f"{_lit(found + chr(ord(ch) + 1))}"))
         found += best
     assert found != SECRET, f"the acme role rebuilt globex's title from EXPLAIN alone: {found!r}"
+
+
+# BREAK (goal 3): the door asks the server about the *current* role. A superuser's URL whose libpq `options`
+# (`?options=-c role=scanwatch_reader` in SCANWATCH_DB, or PGOPTIONS in the environment) starts the session
+# as the reader passes the check without --as-writer; the statement then sets the role back (`set_config('role',
+# 'none', false)`, allowed: the session user is the superuser) and reads a server file in the same statement.
+SMUGGLED_ROLE = "?options=-c%20role%3Dscanwatch_reader"
+SUPERUSER_FILE_READ = ("SELECT set_config('role', 'none', false) AS r, query_to_xml('SELECT current_user AS u, "
+                       "pg_read_file(''/etc/hostname'') AS f', true, false, '') AS x")
+
+
+def test_a_superuser_url_with_a_role_option_is_still_refused(history):
+    from pipelines.read_only import ReadRefused
+    with pytest.raises(ReadRefused):
+        execute_read_only(history["admin"] + SMUGGLED_ROLE, "SELECT current_user, session_user")
+
+
+def test_a_superuser_url_with_a_role_option_cannot_read_server_files(history):
+    try:
+        got = execute_read_only(history["admin"] + SMUGGLED_ROLE, SUPERUSER_FILE_READ)[1]
+    except Exception:  # noqa: BLE001 - refused is the promise
+        return
+    pytest.fail(f"read a server file as the superuser without --as-writer: {got!r}")
+
+
+def test_pgoptions_in_the_environment_gets_a_superuser_past_scanwatch_sql(history):
+    from tests.postgres.test_door_boundary import scanwatch_sql
+    done = scanwatch_sql(history["admin"], "SELECT current_user AS c, session_user AS s", "--format", "csv",
+                         env={"PGOPTIONS": "-c role=scanwatch_reader"})
+    assert done.returncode != 0 and "superuser" in done.stderr, (done.returncode, done.stdout, done.stderr)
