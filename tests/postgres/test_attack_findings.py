@@ -113,3 +113,16 @@ def test_pgoptions_in_the_environment_gets_a_superuser_past_scanwatch_sql(histor
     done = scanwatch_sql(history["admin"], "SELECT current_user AS c, session_user AS s", "--format", "csv",
                          env={"PGOPTIONS": "-c role=scanwatch_reader"})
     assert done.returncode != 0 and "superuser" in done.stderr, (done.returncode, done.stdout, done.stderr)
+
+
+def test_a_reader_statement_cannot_raise_its_own_work_mem(pg_server, history):
+    """BREAK (goal 1, memory): docs/postgres.md gives the reader "16 MB of memory per sort" (ALTER ROLE ... SET
+    work_mem). One statement raises it for the queries it runs itself (set_config, then query_to_xml plans its
+    query with the new value): a 40M-row sort so run took a backend to ~3 GB RSS on the scratch server (16 MB:
+    55 MB). hash_mem_multiplier can be raised the same way."""
+    from tests.postgres.roles import READER
+    url = role_url(pg_server, history["admin"], READER)
+    got = execute_read_only(url, "SELECT set_config('work_mem', '8GB', false) AS a, set_config('hash_mem_multiplier',"
+                                 " '1000', false) AS b, query_to_xml('SELECT current_setting(''work_mem'') AS w', true,"
+                                 " false, '') AS x")[1]
+    assert "8GB" not in got[0][2], f"a reader's statement ran a query with work_mem 8GB: {got!r}"
