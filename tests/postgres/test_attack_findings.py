@@ -126,3 +126,22 @@ def test_a_reader_statement_cannot_raise_its_own_work_mem(pg_server, history):
                                  " '1000', false) AS b, query_to_xml('SELECT current_setting(''work_mem'') AS w', true,"
                                  " false, '') AS x")[1]
     assert "8GB" not in got[0][2], f"a reader's statement ran a query with work_mem 8GB: {got!r}"
+
+
+@pytest.mark.parametrize("command", [["sql", "SELECT 1"], ["sync"], ["exporter", "--port", "0"]])
+def test_a_raw_password_with_url_characters_never_shows(command, tmp_path):
+    """BREAK (goal 5): a raw (not percent-encoded) password `p@ss:w/rd?#` in SCANWATCH_DB is refused, but the
+    refusal prints `***ostgresql://***w2:***@ss:w/rd?#@127.0.0.1:...`: the masker takes out what Python's
+    parser reads as the password (`p`, everywhere) and leaves 10 of its 11 characters in plain sight."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SCANWATCH_")}
+    env.update(SCANWATCH_DB="postgresql://pw2:p@ss:w/rd?#@127.0.0.1:9/scanwatch", PYTHONPATH=str(root),
+               SCANWATCH_API_KEY="rst_" + "0" * 40, SCANWATCH_BASE_URL="http://127.0.0.1:9/v1")
+    done = subprocess.run([sys.executable, "-m", "pipelines.cli", *command], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    shown = done.stdout + done.stderr
+    for piece in ("ss:w/rd?#", "@ss:w", "w/rd", "rd?#"):
+        assert piece not in shown, f"the password's piece {piece!r} shows: {shown.strip()[-300:]}"
