@@ -145,3 +145,25 @@ def test_a_raw_password_with_url_characters_never_shows(command, tmp_path):
     shown = done.stdout + done.stderr
     for piece in ("ss:w/rd?#", "@ss:w", "w/rd", "rd?#"):
         assert piece not in shown, f"the password's piece {piece!r} shows: {shown.strip()[-300:]}"
+
+
+def test_a_reader_cannot_write_the_server_s_wal_from_its_read_only_transaction(pg_server, history):
+    """BREAK (goal 1, writes/disk): pg_logical_emit_message is executable by PUBLIC and allowed in a READ ONLY
+    transaction; the recipe does not revoke it. One reader statement wrote 285 MB of WAL on the scratch server
+    (repeat('x', 300000000)), which every standby receives and a replication slot or archive keeps, and which
+    any logical-decoding consumer of the history reads as a message."""
+    from tests.postgres.roles import READER
+    url = role_url(pg_server, history["admin"], READER)
+    try:
+        got = execute_read_only(url, "SELECT pg_logical_emit_message(false, 'scanwatch', repeat('x', 1000000))")[1]
+    except Exception:  # noqa: BLE001 - refused is the promise
+        return
+    pytest.fail(f"a reader wrote 1 MB of WAL from a READ ONLY transaction, ending at {got[0][0]}")
+
+
+def test_a_workspace_role_sees_no_other_workspace_s_lock_row(history):
+    """BREAK (goal 2, minor): scanwatch_workspace_locks has a row per workspace (keyed by its id) but no
+    row-level security: the acme role reads globex's workspace id, and xmin/xmax tell it when globex's
+    merges last locked the row (a sync under way shows as a live xmax)."""
+    keys = [row[0] for row in execute_read_only(history["acme"], "SELECT workspace_key FROM scanwatch_workspace_locks")[1]]
+    assert GLOBEX not in keys, f"the acme role reads the lock rows of {keys}"
