@@ -167,3 +167,23 @@ def test_a_workspace_role_sees_no_other_workspace_s_lock_row(history):
     merges last locked the row (a sync under way shows as a live xmax)."""
     keys = [row[0] for row in execute_read_only(history["acme"], "SELECT workspace_key FROM scanwatch_workspace_locks")[1]]
     assert GLOBEX not in keys, f"the acme role reads the lock rows of {keys}"
+
+
+def test_a_writer_url_with_an_empty_search_path_is_still_refused(pg_server, history):
+    """BREAK (goal 3): the writer (owner of every table) is refused without --as-writer, but the same URL with
+    `?options=-c search_path=nowhere` passes the door's role check (it finds the history's tables through the
+    search path) and reads `public.issues` as the writer."""
+    from pipelines.read_only import ReadRefused
+    url = role_url(pg_server, history["admin"], WRITER) + "?options=-c%20search_path%3Dnowhere"
+    with pytest.raises(ReadRefused):
+        execute_read_only(url, "SELECT current_user, count(*) FROM public.issues")
+
+
+@pytest.mark.parametrize("value", ["false", "no", "off"])
+def test_scanwatch_sql_as_writer_set_to_false_does_not_turn_the_override_on(pg_server, history, value):
+    """BREAK (goal 3): SCANWATCH_SQL_AS_WRITER=0 keeps the refusal, but `false`, `no` and `off` turn the
+    override on: an operator who writes the variable to say "no" reads as the writer."""
+    from tests.postgres.test_door_boundary import scanwatch_sql
+    done = scanwatch_sql(role_url(pg_server, history["admin"], WRITER), "SELECT current_user AS c", "--format", "csv",
+                         env={"SCANWATCH_SQL_AS_WRITER": value})
+    assert done.returncode != 0, f"SCANWATCH_SQL_AS_WRITER={value} let the writer read: {done.stdout!r}"
