@@ -187,3 +187,39 @@ def test_scanwatch_sql_as_writer_set_to_false_does_not_turn_the_override_on(pg_s
     done = scanwatch_sql(role_url(pg_server, history["admin"], WRITER), "SELECT current_user AS c", "--format", "csv",
                          env={"SCANWATCH_SQL_AS_WRITER": value})
     assert done.returncode != 0, f"SCANWATCH_SQL_AS_WRITER={value} let the writer read: {done.stdout!r}"
+
+
+FORCE_PKEY = "?options=-c%20enable_seqscan%3Doff%20-c%20enable_bitmapscan%3Doff%20-c%20enable_sort%3Doff"
+
+
+def _removed(url: str, low: str, high: str) -> int:
+    plan = execute_read_only(url + FORCE_PKEY, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT id FROM issues "
+                                               f"WHERE id >= {_lit(low)} AND id < {_lit(high)} ORDER BY id")[1]
+    text = "\n".join(row[0] for row in plan)
+    assert "issues_pkey" in text, text
+    found = re.search(r"Rows Removed by Filter: (\d+)", text)
+    return int(found.group(1)) if found else 0
+
+
+def test_explain_analyze_lets_the_acme_role_read_globex_issue_ids(history):
+    """BREAK (goal 2): with its own connection settings (SCANWATCH_DB `?options=-c enable_seqscan=off ...`, the
+    reader's own URL) a range on the primary key becomes the index condition (text >= and < are leakproof) and
+    the policy a filter, so EXPLAIN ANALYZE's `Rows Removed by Filter` counts globex's rows in any id range,
+    exactly: the acme role counts globex's issues and spells out their ids (then, through issue_events' key
+    (issue_id, observed_at, event), their events' times)."""
+    url = history["acme"]
+    counted = _removed(url, "", "~")
+    assert counted == 0, f"the acme role counted {counted} issues of other workspaces exactly"
+
+
+def test_explain_analyze_spells_out_a_globex_issue_id(history):
+    url, found = history["acme"], ""
+    alphabet = sorted("0123456789abcdef-")
+    while len(found) < 36:
+        for ch in alphabet:
+            if _removed(url, found + ch, found + chr(ord(ch) + 1)) > 0:
+                found += ch
+                break
+        else:
+            break
+    assert len(found) < 36, f"the acme role spelled out another workspace's issue id: {found}"
