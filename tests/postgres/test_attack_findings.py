@@ -223,3 +223,30 @@ def test_explain_analyze_spells_out_a_globex_issue_id(history):
         else:
             break
     assert len(found) < 36, f"the acme role spelled out another workspace's issue id: {found}"
+
+
+def test_a_reader_statement_does_not_make_the_writer_wait_when_the_views_are_recreated(pg_server, history):
+    """BREAK (goal 1, a writer's wait): docs/postgres.md says a reader cannot hold a sync. When the views layer
+    must be recreated (a new scanwatch whose rule changed; simulated here by a stale `view_layer` digest), the
+    writer's opening of the history (DROP/CREATE VIEW: ACCESS EXCLUSIVE) waits for any reader statement that
+    reads a view (ACCESS SHARE), for as long as the reader's --timeout (up to a day; the writer's lock timeout
+    is 1 h). Live: `scanwatch sync` took 33.9 s behind `scanwatch sql "SELECT pg_sleep(30) FROM (SELECT 1 FROM
+    open_issues_now LIMIT 1) x"` as scanwatch_reader, against 4 to 8 s otherwise."""
+    import threading
+    import time
+
+    import psycopg
+    from tests.postgres.roles import READER
+    with psycopg.connect(history["admin"], autocommit=True) as admin:
+        admin.execute("UPDATE view_layer SET digest = 'stale'")
+    reader = role_url(pg_server, history["admin"], READER)
+    holding = threading.Thread(target=execute_read_only, args=(
+        reader, "SELECT pg_sleep(8), (SELECT count(*) FROM open_issues_now)"), kwargs={"timeout": 30})
+    holding.start()
+    time.sleep(1.5)
+    started = time.monotonic()
+    conn = connect(role_url(pg_server, history["admin"], WRITER))
+    conn.close()
+    waited = time.monotonic() - started
+    holding.join()
+    assert waited < 4, f"the writer's opening of the history waited {waited:.1f} s behind a reader's statement"
