@@ -147,15 +147,21 @@ class HistoryLocation:
             return location
         readings = set(_userinfos(text.split("://", 1)[1]))
         if len(readings) > 1:
-            raise ConfigError(f"{variable}'s user and password read differently to each URL parser "
-                              f"({location.masked[:80]}): percent-encode the password ('@' as %40, '/' as %2F, "
+            # Not even masked: where the password ends is what the parsers disagree on, so any piece shown
+            # may be part of it.
+            raise ConfigError(f"{variable}'s user and password read differently to each URL parser (the URL "
+                              "is not shown: its password's end cannot be told): percent-encode the password "
+                              "('@' as %40, '/' as %2F, "
                               "':' as %3A, '?' as %3F, '#' as %23), or leave it out and use PGPASSWORD or ~/.pgpass")
         try:
             parts = urlsplit(text)
             _ = parts.port  # a port that is not a number raises here
-        except ValueError as exc:
-            raise ConfigError(f"{variable} is not a valid URL ({location.masked[:80]}): "
-                              f"{location.scrub(str(exc))}") from None
+        except ValueError:
+            # Not shown, masked or not: a password with URL characters can end anywhere in what does not parse.
+            raise ConfigError(f"{variable} is not a valid URL (the URL is not shown: part of it may be the "
+                              "password): check the host and port, and percent-encode the password ('@' as %40, "
+                              "'/' as %2F, ':' as %3A, '?' as %3F, '#' as %23) or leave it out and use PGPASSWORD or "
+                              "~/.pgpass") from None
         if not parts.hostname:
             raise ConfigError(f"{variable} names no host ({location.masked[:80]}): "
                               "use postgresql://user@host:5432/database")

@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     if args.query is None:
         _print_cookbook(queries)
         return 0
-    as_writer = args.as_writer or os.environ.get(AS_WRITER_VARIABLE, "") not in ("", "0")
+    # Only a plain yes turns it on: "false", "no" or "off" keep the refusal.
+    as_writer = args.as_writer or os.environ.get(AS_WRITER_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
     try:
         sql = _resolve_sql(args.query, queries)
         with opened(_db_path(args.db), sql, timeout=args.timeout, workspace=args.workspace,

@@ -34,7 +34,11 @@ ALTER ROLE {grafana} SET work_mem = {work_mem};
 -- What no client of this database may execute, whatever its role: signals to other sessions (a reader
 -- could end another reader's session, or the writer's), advisory locks (held, they would stop the openers
 -- that migrate and bind names; the writer alone keeps them) and the functions that create or write large
--- objects (a write that no table privilege covers). Function privileges belong to this database alone.
+-- objects, or the write-ahead log (pg_logical_emit_message: writes no table privilege covers, even in a
+-- READ ONLY transaction), and set_config (a statement raising its own work_mem or timeouts for the queries
+-- it then runs; the writer keeps it, pg_dump calls it). Function privileges belong to this database alone.
+-- What a role's settings below cannot stop: a client's connection options (`options=-c work_mem=...` in its
+-- URL) set any user-settable parameter at login; the server's own limits bound those.
 REVOKE EXECUTE ON FUNCTION pg_catalog.pg_terminate_backend(integer, bigint),
     pg_catalog.pg_cancel_backend(integer) FROM PUBLIC;
 DO $$
@@ -43,11 +47,11 @@ BEGIN
     FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
              WHERE p.pronamespace = 'pg_catalog'::regnamespace
                AND (p.proname LIKE 'pg\_%advisory\_%' ESCAPE '\'
-                    OR p.proname IN ('lo_creat', 'lo_create', 'lo_from_bytea', 'lo_import', 'lo_put',
+                    OR p.proname IN ('set_config', 'pg_logical_emit_message', 'lo_creat', 'lo_create', 'lo_from_bytea', 'lo_import', 'lo_put',
                                      'lowrite', 'lo_truncate', 'lo_truncate64', 'lo_unlink'))
     LOOP
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
-        IF f::text LIKE 'pg\_%advisory%' ESCAPE '\' THEN
+        IF f::text LIKE 'pg\_%advisory%' ESCAPE '\' OR f::text LIKE 'set\_config(%' ESCAPE '\' THEN
             EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO {writer}', f);
         END IF;
     END LOOP;

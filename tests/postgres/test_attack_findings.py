@@ -1,11 +1,8 @@
-"""Attack findings against the read boundary (branch `attack`): each test FAILS while the break is there.
-
-docs/postgres.md promises a workspace role "sees the rows of `acme` and no other workspace's, whatever it
-types", and that "PostgreSQL's own catalogue follows the policies (`pg_stats` shows such a role no statistics
-of those tables)". The planner, though, still uses the whole table's statistics (every workspace's rows) for
-leakproof operators such as text `=`, `<`, `>=`, and EXPLAIN prints its estimates: the acme role learns
-whether a value occurs in globex's rows and how often, and can recover such a value character by character
-through range estimates, all through `scanwatch sql "EXPLAIN ..."` / `execute_read_only`.
+"""What an attack on the read boundary, knowing only the docs, found: one test per finding. The fixed ones hold
+now (the door checks the login role and every schema, set_config and pg_logical_emit_message are revoked, the
+lock rows follow row-level security, a URL whose password's end cannot be told is never shown); the ones that
+are limits of PostgreSQL's row-level security or of a views rebuild are strict xfails whose reasons point at
+the docs that state them, so a server or a change that closes one turns the suite red until the docs say so.
 """
 
 from __future__ import annotations
@@ -66,6 +63,9 @@ def test_the_acme_role_sees_no_globex_row_directly(history):
     assert execute_read_only(history["acme"], f"SELECT count(*) FROM issues WHERE title = {_lit(SECRET)}")[1] == [(0,)]
 
 
+@pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
+                   "(Per-workspace roles: what they do not hide): the planner's statistics and EXPLAIN ANALYZE's "
+                   "counters cover the whole table; a database per workspace isolates that too")
 def test_explain_estimates_tell_the_acme_role_a_globex_value_exists(history):
     """BREAK (goal 2): the estimate for a value only globex holds differs from a value nobody holds."""
     there = _estimate(history["acme"], f"title = {_lit(SECRET)}")
@@ -73,6 +73,9 @@ def test_explain_estimates_tell_the_acme_role_a_globex_value_exists(history):
     assert there == absent, f"EXPLAIN leaks globex's rows: estimate {there} for globex's title, {absent} for none"
 
 
+@pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
+                   "(Per-workspace roles: what they do not hide): the planner's statistics and EXPLAIN ANALYZE's "
+                   "counters cover the whole table; a database per workspace isolates that too")
 def test_explain_range_estimates_let_the_acme_role_recover_a_globex_value(history):
     """BREAK (goal 2): character by character, range estimates (leakproof text >= and <) rebuild globex's title."""
     url, found = history["acme"], ""
@@ -103,7 +106,7 @@ def test_a_superuser_url_with_a_role_option_is_still_refused(history):
 def test_a_superuser_url_with_a_role_option_cannot_read_server_files(history):
     try:
         got = execute_read_only(history["admin"] + SMUGGLED_ROLE, SUPERUSER_FILE_READ)[1]
-    except Exception:  # noqa: BLE001 - refused is the promise
+    except Exception:
         return
     pytest.fail(f"read a server file as the superuser without --as-writer: {got!r}")
 
@@ -122,10 +125,12 @@ def test_a_reader_statement_cannot_raise_its_own_work_mem(pg_server, history):
     55 MB). hash_mem_multiplier can be raised the same way."""
     from tests.postgres.roles import READER
     url = role_url(pg_server, history["admin"], READER)
-    got = execute_read_only(url, "SELECT set_config('work_mem', '8GB', false) AS a, set_config('hash_mem_multiplier',"
-                                 " '1000', false) AS b, query_to_xml('SELECT current_setting(''work_mem'') AS w', true,"
-                                 " false, '') AS x")[1]
-    assert "8GB" not in got[0][2], f"a reader's statement ran a query with work_mem 8GB: {got!r}"
+    from pipelines.read_only import ReadRefused
+
+    with pytest.raises(ReadRefused, match="permission denied for function set_config"):
+        execute_read_only(url, "SELECT set_config('work_mem', '8GB', false) AS a, set_config('hash_mem_multiplier',"
+                               " '1000', false) AS b, query_to_xml('SELECT current_setting(''work_mem'') AS w', true,"
+                               " false, '') AS x")
 
 
 @pytest.mark.parametrize("command", [["sql", "SELECT 1"], ["sync"], ["exporter", "--port", "0"]])
@@ -156,7 +161,7 @@ def test_a_reader_cannot_write_the_server_s_wal_from_its_read_only_transaction(p
     url = role_url(pg_server, history["admin"], READER)
     try:
         got = execute_read_only(url, "SELECT pg_logical_emit_message(false, 'scanwatch', repeat('x', 1000000))")[1]
-    except Exception:  # noqa: BLE001 - refused is the promise
+    except Exception:
         return
     pytest.fail(f"a reader wrote 1 MB of WAL from a READ ONLY transaction, ending at {got[0][0]}")
 
@@ -165,7 +170,8 @@ def test_a_workspace_role_sees_no_other_workspace_s_lock_row(history):
     """BREAK (goal 2, minor): scanwatch_workspace_locks has a row per workspace (keyed by its id) but no
     row-level security: the acme role reads globex's workspace id, and xmin/xmax tell it when globex's
     merges last locked the row (a sync under way shows as a live xmax)."""
-    keys = [row[0] for row in execute_read_only(history["acme"], "SELECT workspace_key FROM scanwatch_workspace_locks")[1]]
+    found = execute_read_only(history["acme"], "SELECT workspace_key FROM scanwatch_workspace_locks")[1]
+    keys = [row[0] for row in found]
     assert GLOBEX not in keys, f"the acme role reads the lock rows of {keys}"
 
 
@@ -201,6 +207,9 @@ def _removed(url: str, low: str, high: str) -> int:
     return int(found.group(1)) if found else 0
 
 
+@pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
+                   "(Per-workspace roles: what they do not hide): the planner's statistics and EXPLAIN ANALYZE's "
+                   "counters cover the whole table; a database per workspace isolates that too")
 def test_explain_analyze_lets_the_acme_role_read_globex_issue_ids(history):
     """BREAK (goal 2): with its own connection settings (SCANWATCH_DB `?options=-c enable_seqscan=off ...`, the
     reader's own URL) a range on the primary key becomes the index condition (text >= and < are leakproof) and
@@ -212,6 +221,9 @@ def test_explain_analyze_lets_the_acme_role_read_globex_issue_ids(history):
     assert counted == 0, f"the acme role counted {counted} issues of other workspaces exactly"
 
 
+@pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
+                   "(Per-workspace roles: what they do not hide): the planner's statistics and EXPLAIN ANALYZE's "
+                   "counters cover the whole table; a database per workspace isolates that too")
 def test_explain_analyze_spells_out_a_globex_issue_id(history):
     url, found = history["acme"], ""
     alphabet = sorted("0123456789abcdef-")
@@ -225,6 +237,9 @@ def test_explain_analyze_spells_out_a_globex_issue_id(history):
     assert len(found) < 36, f"the acme role spelled out another workspace's issue id: {found}"
 
 
+@pytest.mark.xfail(strict=True, reason="documented in docs/postgres.md (Readers never wait): a views-layer rebuild, "
+                   "which only a scanwatch upgrade makes, waits for the readers of the views under way, at most "
+                   "their statement timeout")
 def test_a_reader_statement_does_not_make_the_writer_wait_when_the_views_are_recreated(pg_server, history):
     """BREAK (goal 1, a writer's wait): docs/postgres.md says a reader cannot hold a sync. When the views layer
     must be recreated (a new scanwatch whose rule changed; simulated here by a stale `view_layer` digest), the
@@ -236,6 +251,7 @@ def test_a_reader_statement_does_not_make_the_writer_wait_when_the_views_are_rec
     import time
 
     import psycopg
+
     from tests.postgres.roles import READER
     with psycopg.connect(history["admin"], autocommit=True) as admin:
         admin.execute("UPDATE view_layer SET digest = 'stale'")
