@@ -32,7 +32,9 @@ MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 # 14.5 MiB -> 474 MiB), so with a part re-rendered beside the rest the defaults stay inside the chart's 512Mi.
 # Both are settable (`scanwatch exporter --max-part-bytes/--max-total-bytes`, docs/exporter.md).
 EXPORTER_PART_BYTES = 4 * 1024 * 1024
-EXPORTER_TOTAL_BYTES = 8 * 1024 * 1024
+# The total: a small workspace's part is about 49 KiB (3 projects) and costs the exporter about 0.7 MiB once
+# served, so 24 MiB holds about 500 such workspaces, near 400 MiB, inside 512Mi with a part re-rendered.
+EXPORTER_TOTAL_BYTES = 24 * 1024 * 1024
 
 
 @dataclass(frozen=True)
