@@ -32,7 +32,7 @@ from psycopg import errors
 from pipelines.history_location import HistoryLocation
 from pipelines.sqlfiles import read_sql
 from pipelines.storage.engines.base import HistoryUnavailableError
-from pipelines.storage.engines.postgres_engine import POSTGRES
+from pipelines.storage.engines.postgres_engine import POSTGRES, message_lines
 from pipelines.storage.engines.sqltext import UnterminatedError, split, words
 
 READ_STARTS = {"select", "with", "values", "table", "show", "explain"}
@@ -130,8 +130,7 @@ def _begin(conn: Any, workspace: str | None) -> None:
 
 def _first_line(exc: BaseException, location: HistoryLocation) -> str:
     """The server's message without its position lines (`LINE 1: ...` and a bare `^`)."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    lines = [ln for ln in lines if not ln.startswith("LINE ") and set(ln) != {"^"}]
+    lines = message_lines(exc)
     return location.scrub(lines[0] if lines else type(exc).__name__)
 
 

@@ -53,9 +53,16 @@ _CATCHING = {"INTEGER": "scanwatch_try_integer", "DOUBLE PRECISION": "scanwatch_
              "JSON": "scanwatch_try_json"}
 
 
+def message_lines(exc: BaseException) -> list[str]:
+    """The driver's message as lines, without the server's position lines (`LINE 1: ...` and a bare `^`),
+    which say nothing on a line of their own."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return [ln for ln in lines if not ln.startswith("LINE ") and set(ln) != {"^"}]
+
+
 def _reason(exc: BaseException, location: HistoryLocation) -> str:
     """The driver's message, its last meaningful line (libpq puts the cause last), without secrets."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    lines = message_lines(exc)
     text = lines[-1] if lines else type(exc).__name__
     text = re.sub(r'^(connection failed: |connection to server (?:at|on socket) .*? failed: |FATAL:\s+|ERROR:\s+)+',
                   "", text)
