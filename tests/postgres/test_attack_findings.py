@@ -64,7 +64,7 @@ def test_the_acme_role_sees_no_globex_row_directly(history):
 
 
 @pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
-                   "(Per-workspace roles: what they do not hide): the planner's statistics and EXPLAIN ANALYZE's "
+                   "(Roles, a role per workspace: what such a role does not hide): the planner's statistics and EXPLAIN ANALYZE's "
                    "counters cover the whole table; a database per workspace isolates that too")
 def test_explain_estimates_tell_the_acme_role_a_globex_value_exists(history):
     """BREAK (goal 2): the estimate for a value only globex holds differs from a value nobody holds."""
@@ -74,7 +74,7 @@ def test_explain_estimates_tell_the_acme_role_a_globex_value_exists(history):
 
 
 @pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
-                   "(Per-workspace roles: what they do not hide): the planner's statistics and EXPLAIN ANALYZE's "
+                   "(Roles, a role per workspace: what such a role does not hide): the planner's statistics and EXPLAIN ANALYZE's "
                    "counters cover the whole table; a database per workspace isolates that too")
 def test_explain_range_estimates_let_the_acme_role_recover_a_globex_value(history):
     """BREAK (goal 2): character by character, range estimates (leakproof text >= and <) rebuild globex's title."""
@@ -208,7 +208,7 @@ def _removed(url: str, low: str, high: str) -> int:
 
 
 @pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
-                   "(Per-workspace roles: what they do not hide): the planner's statistics and EXPLAIN ANALYZE's "
+                   "(Roles, a role per workspace: what such a role does not hide): the planner's statistics and EXPLAIN ANALYZE's "
                    "counters cover the whole table; a database per workspace isolates that too")
 def test_explain_analyze_lets_the_acme_role_read_globex_issue_ids(history):
     """BREAK (goal 2): with its own connection settings (SCANWATCH_DB `?options=-c enable_seqscan=off ...`, the
@@ -222,7 +222,7 @@ def test_explain_analyze_lets_the_acme_role_read_globex_issue_ids(history):
 
 
 @pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
-                   "(Per-workspace roles: what they do not hide): the planner's statistics and EXPLAIN ANALYZE's "
+                   "(Roles, a role per workspace: what such a role does not hide): the planner's statistics and EXPLAIN ANALYZE's "
                    "counters cover the whole table; a database per workspace isolates that too")
 def test_explain_analyze_spells_out_a_globex_issue_id(history):
     url, found = history["acme"], ""
