@@ -23,7 +23,10 @@ from tests.postgres.roles import WRITER, apply_roles, role_url
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 ACME, GLOBEX = "w-acme", "w-globex"
 WORKSPACE_ROLE = roles.workspace_role("acme")
-SECRET = "globex secret merger"  # a title that exists only in globex's rows
+SECRET = "globex secret merger"
+PLANNER_LIMIT = ("a known limit of row-level security, documented in docs/postgres.md (Roles, a role per "
+                 "workspace: what such a role does not hide): the planner's statistics and EXPLAIN ANALYZE's "
+                 "counters cover the whole table; a database per workspace isolates that too")  # a title that exists only in globex's rows
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +66,7 @@ def test_the_acme_role_sees_no_globex_row_directly(history):
     assert execute_read_only(history["acme"], f"SELECT count(*) FROM issues WHERE title = {_lit(SECRET)}")[1] == [(0,)]
 
 
-@pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
-                   "(Roles, a role per workspace: what such a role does not hide): the planner's statistics and EXPLAIN ANALYZE's "
-                   "counters cover the whole table; a database per workspace isolates that too")
+@pytest.mark.xfail(strict=True, reason=PLANNER_LIMIT)
 def test_explain_estimates_tell_the_acme_role_a_globex_value_exists(history):
     """BREAK (goal 2): the estimate for a value only globex holds differs from a value nobody holds."""
     there = _estimate(history["acme"], f"title = {_lit(SECRET)}")
@@ -73,9 +74,7 @@ def test_explain_estimates_tell_the_acme_role_a_globex_value_exists(history):
     assert there == absent, f"EXPLAIN leaks globex's rows: estimate {there} for globex's title, {absent} for none"
 
 
-@pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
-                   "(Roles, a role per workspace: what such a role does not hide): the planner's statistics and EXPLAIN ANALYZE's "
-                   "counters cover the whole table; a database per workspace isolates that too")
+@pytest.mark.xfail(strict=True, reason=PLANNER_LIMIT)
 def test_explain_range_estimates_let_the_acme_role_recover_a_globex_value(history):
     """BREAK (goal 2): character by character, range estimates (leakproof text >= and <) rebuild globex's title."""
     url, found = history["acme"], ""
@@ -207,9 +206,7 @@ def _removed(url: str, low: str, high: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-@pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
-                   "(Roles, a role per workspace: what such a role does not hide): the planner's statistics and EXPLAIN ANALYZE's "
-                   "counters cover the whole table; a database per workspace isolates that too")
+@pytest.mark.xfail(strict=True, reason=PLANNER_LIMIT)
 def test_explain_analyze_lets_the_acme_role_read_globex_issue_ids(history):
     """BREAK (goal 2): with its own connection settings (SCANWATCH_DB `?options=-c enable_seqscan=off ...`, the
     reader's own URL) a range on the primary key becomes the index condition (text >= and < are leakproof) and
@@ -221,9 +218,7 @@ def test_explain_analyze_lets_the_acme_role_read_globex_issue_ids(history):
     assert counted == 0, f"the acme role counted {counted} issues of other workspaces exactly"
 
 
-@pytest.mark.xfail(strict=True, reason="a known limit of row-level security, documented in docs/postgres.md "
-                   "(Roles, a role per workspace: what such a role does not hide): the planner's statistics and EXPLAIN ANALYZE's "
-                   "counters cover the whole table; a database per workspace isolates that too")
+@pytest.mark.xfail(strict=True, reason=PLANNER_LIMIT)
 def test_explain_analyze_spells_out_a_globex_issue_id(history):
     url, found = history["acme"], ""
     alphabet = sorted("0123456789abcdef-")
