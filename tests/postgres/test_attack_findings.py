@@ -23,10 +23,10 @@ from tests.postgres.roles import WRITER, apply_roles, role_url
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 ACME, GLOBEX = "w-acme", "w-globex"
 WORKSPACE_ROLE = roles.workspace_role("acme")
-SECRET = "globex secret merger"
+SECRET = "globex secret merger"  # a title that exists only in globex's rows
 PLANNER_LIMIT = ("a known limit of row-level security, documented in docs/postgres.md (Roles, a role per "
                  "workspace: what such a role does not hide): the planner's statistics and EXPLAIN ANALYZE's "
-                 "counters cover the whole table; a database per workspace isolates that too")  # a title that exists only in globex's rows
+                 "counters cover the whole table; a database per workspace isolates that too")
 
 
 @pytest.fixture(scope="module")
