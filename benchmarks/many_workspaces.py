@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from benchmarks.sim import SimProcess
+from benchmarks.workspaces import workspaces_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -75,15 +76,7 @@ def measured(cmd: list[str], env: dict[str, str], timeout: float, cwd: Path = RO
 
 
 def _environment(sim: SimProcess, count: int, folder: Path, db: str) -> dict[str, str]:
-    lines = ["workspaces:"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_") and k != "DAGSTER_HOME"}
-    for n in range(count):
-        lines += [f"  - name: ws{n + 1}", f"    api_key_env: BENCH_KEY_{n + 1}"]
-        env[f"BENCH_KEY_{n + 1}"] = sim.keys[n]
-    (folder / "workspaces.yml").write_text("\n".join(lines) + "\n")
-    env.update({"SCANWATCH_WORKSPACES_FILE": str(folder / "workspaces.yml"), "SCANWATCH_BASE_URL": sim.base_url,
-                "SCANWATCH_DB": db, "SCANWATCH_SNAPSHOT": str(folder / "snapshot")})
-    return env
+    return {**workspaces_environment(sim, count, folder, db), "SCANWATCH_SNAPSHOT": str(folder / "snapshot")}
 
 
 def _sync(sim: SimProcess, count: int, env: dict[str, str], profile: Path | None = None, tree: Path = ROOT) -> dict:

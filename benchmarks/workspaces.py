@@ -22,9 +22,9 @@ from benchmarks.sim import SimProcess
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def first_sync(sim: SimProcess, count: int, folder: Path) -> dict:
-    """Wall time and requests of one `scanwatch sync` of the first `count` workspaces, from nothing."""
-    folder.mkdir(parents=True)
+def workspaces_environment(sim: SimProcess, count: int, folder: Path, db: str) -> dict[str, str]:
+    """A clean environment following the simulator's first `count` workspaces through a workspaces file in
+    `folder`, each key in a variable of its own, the history at `db`."""
     lines = ["workspaces:"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_") and k != "DAGSTER_HOME"}
     for n in range(count):
@@ -32,7 +32,14 @@ def first_sync(sim: SimProcess, count: int, folder: Path) -> dict:
         env[f"BENCH_KEY_{n + 1}"] = sim.keys[n]
     (folder / "workspaces.yml").write_text("\n".join(lines) + "\n")
     env.update({"SCANWATCH_WORKSPACES_FILE": str(folder / "workspaces.yml"), "SCANWATCH_BASE_URL": sim.base_url,
-                "SCANWATCH_DB": str(folder / "history.duckdb")})
+                "SCANWATCH_DB": db})
+    return env
+
+
+def first_sync(sim: SimProcess, count: int, folder: Path) -> dict:
+    """Wall time and requests of one `scanwatch sync` of the first `count` workspaces, from nothing."""
+    folder.mkdir(parents=True)
+    env = workspaces_environment(sim, count, folder, str(folder / "history.duckdb"))
     before = sim.request_count()
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], env=env, cwd=ROOT,
