@@ -22,16 +22,10 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from benchmarks.backfill import _vmhwm_mb
+
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT_OF_ORDER = "global: {}\nstorage:\n  tsdb:\n    out_of_order_time_window: 800d\n"
-
-
-def _vmhwm_mb() -> float:
-    with open("/proc/self/status", encoding="ascii") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    return float("nan")
 
 
 def _child(output: str, db: str, url: str) -> dict:

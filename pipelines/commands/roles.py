@@ -56,13 +56,21 @@ def workspace_role(label: str) -> str:
     return (WORKSPACE_ROLE_PREFIX + label)[:MAX_IDENTIFIER]
 
 
+def reader_limits(role: str, *, temp_file_limit: str, statement_timeout: str, work_mem: str) -> str:
+    """The limits every reading role gets (the reader, Grafana's, each workspace's), from one file."""
+    return read_sql("roles/reader_limits.sql").format(
+        role=ident(role), temp_file_limit=literal(temp_file_limit), statement_timeout=literal(statement_timeout),
+        work_mem=literal(work_mem)).rstrip("\n")
+
+
 def recipe(*, schema: str = "public", temp_file_limit: str = TEMP_FILE_LIMIT,
            statement_timeout: str = STATEMENT_TIMEOUT, work_mem: str = WORK_MEM) -> str:
     """The roles every history has: writer, reader, views and Grafana's, with the revocations."""
+    limits = {"temp_file_limit": temp_file_limit, "statement_timeout": statement_timeout, "work_mem": work_mem}
     return read_sql("roles/base.sql").format(
         writer=ident(WRITER), reader=ident(READER), views=ident(VIEWS), grafana=ident(GRAFANA),
-        schema=ident(schema), temp_file_limit=literal(temp_file_limit),
-        statement_timeout=literal(statement_timeout), work_mem=literal(work_mem))
+        schema=ident(schema), reader_limits=reader_limits(READER, **limits),
+        grafana_limits=reader_limits(GRAFANA, **limits))
 
 
 def workspace_recipe(conn: Any, label: str, *, schema: str, temp_file_limit: str = TEMP_FILE_LIMIT,
@@ -74,8 +82,9 @@ def workspace_recipe(conn: Any, label: str, *, schema: str, temp_file_limit: str
     workspace_id = workspace_id_of(conn, label)
     role = ident(workspace_role(label))
     parts = [read_sql("roles/workspace.sql").format(
-        role=role, schema=ident(schema), temp_file_limit=literal(temp_file_limit),
-        statement_timeout=literal(statement_timeout), work_mem=literal(work_mem))]
+        role=role, schema=ident(schema),
+        limits=reader_limits(workspace_role(label), temp_file_limit=temp_file_limit,
+                             statement_timeout=statement_timeout, work_mem=work_mem))]
     for table, column, has_label, _, _ in conn.execute(read_sql("read/history_tables.sql")).fetchall():
         if column is None:
             parts.append(read_sql("roles/shared_table.sql").format(table=ident(table), role=role))

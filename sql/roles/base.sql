@@ -18,18 +18,12 @@ DO $$ BEGIN EXECUTE format('GRANT CONNECT, TEMPORARY ON DATABASE %I TO {reader}'
 GRANT USAGE ON SCHEMA {schema} TO {reader};
 GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {reader};
 ALTER DEFAULT PRIVILEGES FOR ROLE {writer} IN SCHEMA {schema} GRANT SELECT ON TABLES TO {reader};
-ALTER ROLE {reader} SET default_transaction_read_only = on;
-ALTER ROLE {reader} SET statement_timeout = {statement_timeout};
-ALTER ROLE {reader} SET temp_file_limit = {temp_file_limit};
-ALTER ROLE {reader} SET work_mem = {work_mem};
+{reader_limits}
 
 -- Grafana's data source reads the views layer (the writer grants it each view) and no table.
 DO $$ BEGIN EXECUTE format('GRANT CONNECT ON DATABASE %I TO {grafana}', current_database()); END $$;
 GRANT USAGE ON SCHEMA {schema} TO {views};
-ALTER ROLE {grafana} SET default_transaction_read_only = on;
-ALTER ROLE {grafana} SET statement_timeout = {statement_timeout};
-ALTER ROLE {grafana} SET temp_file_limit = {temp_file_limit};
-ALTER ROLE {grafana} SET work_mem = {work_mem};
+{grafana_limits}
 
 -- What no client of this database may execute, whatever its role: signals to other sessions (a reader
 -- could end another reader's session, or the writer's), advisory locks (held, they would stop the openers

@@ -5,7 +5,4 @@
 DO $$ BEGIN CREATE ROLE {role} LOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
 DO $$ BEGIN EXECUTE format('GRANT CONNECT, TEMPORARY ON DATABASE %I TO {role}', current_database()); END $$;
 GRANT USAGE ON SCHEMA {schema} TO {role};
-ALTER ROLE {role} SET default_transaction_read_only = on;
-ALTER ROLE {role} SET statement_timeout = {statement_timeout};
-ALTER ROLE {role} SET temp_file_limit = {temp_file_limit};
-ALTER ROLE {role} SET work_mem = {work_mem};
+{limits}
