@@ -35,10 +35,10 @@ def _child(workspace: str = "default") -> int:
     SCANWATCH_WORKSPACES_FILE, or default), from the environment; prints metadata."""
     import dagster as dg
 
-    from pipelines.assets import ALL_ASSETS
-    from pipelines.checks import history_checks
-    from pipelines.partitions import register
-    from pipelines.resources import default_resources
+    from pipelines.defs.assets import ALL_ASSETS
+    from pipelines.defs.checks import history_checks
+    from pipelines.defs.partitions import register
+    from pipelines.defs.resources import default_resources
 
     with dg.DagsterInstance.ephemeral() as instance:
         register(instance, [workspace])

@@ -37,8 +37,8 @@ FILE = """workspaces:
 SENSOR = """
 import json, time
 import dagster as dg
-from pipelines.resources import default_resources
-from pipelines.sensors import scan_finished_sensor
+from pipelines.defs.resources import default_resources
+from pipelines.defs.sensors import scan_finished_sensor
 started = time.monotonic()
 with dg.build_sensor_context(resources=default_resources()) as ctx:
     result = scan_finished_sensor(ctx)

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from exporters.collector import SecscanCollector
 from exporters.exposition import Exposition
-from exporters.snapshot_format import Limits
+from pipelines.snapshot.format import Limits
 from exporters.source import SnapshotSource
 cap = int(sys.argv[2])
 exposition = Exposition(SecscanCollector(SnapshotSource(Path(sys.argv[1]), Limits(cap, cap))))
@@ -41,8 +41,8 @@ print(int(all(p.readable for p in state.parts.values())), hwm // 1024)
 
 def make_part(mib: float, folder: Path) -> int:
     """A valid part of about `mib` MiB at folder/ws-1.json; its size in bytes."""
-    from exporters.snapshot_format import encode_snapshot
-    from pipelines.snapshot import build_part
+    from pipelines.snapshot.format import encode_snapshot
+    from pipelines.sync.snapshot import build_part
     from tests.exporter.history import NOW, fresh_db, load_history
 
     conn = fresh_db()
@@ -77,7 +77,7 @@ def measure(folder: Path, cap: int) -> tuple[bool, int]:
 
 
 def main() -> int:
-    from exporters.snapshot_format import EXPORTER_PART_BYTES
+    from pipelines.snapshot.format import EXPORTER_PART_BYTES
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1,4,16", help="part sizes in MiB, comma-separated")

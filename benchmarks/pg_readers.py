@@ -10,7 +10,7 @@ fast as they can. On a scratch PostgreSQL 15 server (tests/pg_server.py), W work
    workspaces, from their start to the last one's end;
 3. at rest again, the history now twice the size: the read's own growth, told apart from the writers'.
 
-Each read goes through the read-only door of `scanwatch sql` (`pipelines.read_only.execute_read_only`, the
+Each read goes through the read-only door of `scanwatch sql` (`pipelines.storage.read_only.execute_read_only`, the
 function the command calls: a new connection, a READ ONLY transaction with statement and lock timeouts,
 rolled back), timed from the call to the last row; every tenth is the command itself in a child process
 (`scanwatch sql --db URL --format csv`, Python's start included). The read is a cookbook query (by default
@@ -53,8 +53,8 @@ ORDER BY issues DESC, l.workspace, l.project
 
 def read_sql(db: str, name: str) -> tuple[str, str]:
     """The cookbook query `name` if it runs on this history, else the same counts in SQL PostgreSQL runs."""
-    from pipelines import sqlfiles
-    from pipelines.read_only import ReadRefused, execute_read_only
+    from pipelines.core import sqlfiles
+    from pipelines.storage.read_only import ReadRefused, execute_read_only
 
     sql = sqlfiles.cookbook()[name].sql
     try:
@@ -74,7 +74,7 @@ def percentiles(seconds: list[float]) -> dict:
 
 def read_loop(db: str, sql: str, until) -> dict:
     """Reads back to back until `until()` says stop: the door's latencies, the command's every tenth."""
-    from pipelines.read_only import execute_read_only
+    from pipelines.storage.read_only import execute_read_only
 
     door, cli, failures = [], [], []
     n = 0

@@ -37,9 +37,9 @@ def _preload() -> None:
     import httpx  # noqa: F401
     import psycopg  # noqa: F401
 
-    import pipelines.assets
-    import pipelines.checks
-    import pipelines.resources
+    import pipelines.defs.assets
+    import pipelines.defs.checks
+    import pipelines.defs.resources
     import pipelines.storage  # noqa: F401
 
     # The instance's storage stack (a pod loads its instance before the run), and the run machinery Dagster

@@ -52,8 +52,8 @@ def _timed(run, repeats: int) -> tuple[float, int]:
 
 
 def _cookbook(db: str, repeats: int) -> dict[str, dict]:
-    from pipelines import sqlfiles
-    from pipelines.read_only import execute_read_only
+    from pipelines.core import sqlfiles
+    from pipelines.storage.read_only import execute_read_only
 
     out = {}
     for name, query in sqlfiles.cookbook().items():

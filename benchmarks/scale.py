@@ -33,7 +33,7 @@ RAISED = 1_000_000  # requests a window: the limit never binds
 
 def _child() -> int:
     """One sync in this process, as `scanwatch sync` runs it; prints its per-asset metadata as JSON."""
-    from pipelines.materialize import materialize_all
+    from pipelines.commands.materialize import materialize_all
 
     outcome = materialize_all(console_level="CRITICAL")
     print(json.dumps({"success": outcome.success, "metadata": outcome.metadata,
@@ -66,9 +66,9 @@ def _sync(sim, env: dict[str, str]) -> dict:
 
 
 def _snapshot_seconds(db: Path, snapshot: Path) -> float:
-    from pipelines.snapshot import refresh_snapshot
     from pipelines.storage import connect
     from pipelines.storage.workspaces import current_workspace
+    from pipelines.sync.snapshot import refresh_snapshot
 
     conn = connect(db)
     try:

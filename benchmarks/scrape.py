@@ -150,14 +150,14 @@ _UNREADABLE = re.compile(rb"^secscan_snapshot_readable(?:\{[^}]*\})? 0", re.MULT
 
 def _store(where: str):
     """The store a run writes to: a folder, or (a postgresql:// URL) the history's snapshot_parts table."""
-    from exporters.snapshot_store import FileStore
+    from pipelines.snapshot.store import FileStore
 
     if not where.startswith("postgresql://"):
         return FileStore(Path(where))
     import psycopg
 
-    from exporters.snapshot_database import DatabaseStore
-    from pipelines.history_location import HistoryLocation
+    from pipelines.core.history_location import HistoryLocation
+    from pipelines.snapshot.database import DatabaseStore
 
     return DatabaseStore(psycopg.connect(where, autocommit=True), HistoryLocation(where))
 
@@ -165,7 +165,7 @@ def _store(where: str):
 def _writer(parts: dict[str, dict], where: str, stop, writes, every: float) -> None:
     """Replace one workspace's part after another, atomically, as each workspace's run does; each replacement
     is a new file or row (its time moves)."""
-    from exporters.snapshot_format import encode_snapshot
+    from pipelines.snapshot.format import encode_snapshot
 
     store, names = _store(where), sorted(parts)
     while not stop.is_set():
@@ -204,8 +204,8 @@ def copy_history(duck, url: str) -> None:
 
 def part_build_seconds(db: str, workspace_id: str, repeats: int = 3) -> float:
     """The best of `repeats` builds of one workspace's part, each on the history opened afresh (a run's step)."""
-    from pipelines.snapshot import build_part
     from pipelines.storage import connect
+    from pipelines.sync.snapshot import build_part
 
     best = float("inf")
     for _ in range(repeats):
@@ -220,8 +220,8 @@ def run(quick: bool = False, workspaces: int = 1, store: str = "files") -> dict:
     """Run the benchmark; `quick` scrapes fewer times (same world size); `workspaces` copies the large
     world's history that many times under distinct workspaces; `store` is where the exporter reads the parts
     (`files`, or `postgres`: the history's snapshot_parts). Returns the figures as a dict."""
-    from exporters.snapshot_format import EXPORTER_TOTAL_BYTES, encode_snapshot
-    from pipelines.snapshot import build_parts
+    from pipelines.snapshot.format import EXPORTER_TOTAL_BYTES, encode_snapshot
+    from pipelines.sync.snapshot import build_parts
 
     scrapes = 100 if quick else 300
     server = None
@@ -374,8 +374,8 @@ def tick(counts: list[int]) -> dict:
     rebuilds its own part, so a tick is K part builds, each on the history opened afresh as a run's step
     opens it (`storage.connect`: the history's DuckDB settings, 96 MB and one thread, and a cold buffer)."""
     from benchmarks.workspaces import replicate_workspaces
-    from pipelines.snapshot import build_part
     from pipelines.storage import connect
+    from pipelines.sync.snapshot import build_part
 
     rows = {}
     for k in counts:  # a shared machine's load moves single figures by a fifth: the better of two ticks is kept

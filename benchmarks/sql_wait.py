@@ -72,8 +72,8 @@ def _probe(db: Path, stop: threading.Event, holds: list[float]) -> None:
 
 
 def _at_rest(db: Path) -> dict[str, float]:
-    from pipelines import sqlfiles
-    from pipelines.read_only import execute_read_only
+    from pipelines.core import sqlfiles
+    from pipelines.storage.read_only import execute_read_only
 
     out = {}
     for name, query in sqlfiles.cookbook().items():
@@ -87,8 +87,8 @@ def _at_rest(db: Path) -> dict[str, float]:
 
 
 def _readers(db: Path, wait: float, seconds: float, rest: dict[str, float]) -> dict:
-    from pipelines import sqlfiles
-    from pipelines.read_only import EXIT_BUSY, ReadRefused, execute_read_only
+    from pipelines.core import sqlfiles
+    from pipelines.storage.read_only import EXIT_BUSY, ReadRefused, execute_read_only
 
     queries = list(sqlfiles.cookbook().items())
     waited, refused, served = [], 0, 0

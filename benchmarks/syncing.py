@@ -49,7 +49,7 @@ def _environ(values: dict[str, str]):
 
 def sync_in_process(sim: SimProcess, db: str, *, full_reconcile: bool = False) -> SyncRun:
     """`materialize_all()`, the code `scanwatch sync` runs, so the per-asset request counts are at hand."""
-    from pipelines.materialize import materialize_all
+    from pipelines.commands.materialize import materialize_all
 
     before = sim.request_count()
     with _environ(sim.env(db)):

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from exporters.snapshot_store import SnapshotStore
+    from pipelines.snapshot.store import SnapshotStore
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from pipelines.settings import EXPORTER_PORT, Settings
+    from pipelines.core.settings import EXPORTER_PORT, Settings
 
     settings = Settings.load()
     parser.add_argument("--listen-address", default=settings.exporter_address,
@@ -56,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import logging
 
-    from exporters.snapshot_format import Limits
-    from pipelines.settings import ConfigError, Settings
+    from pipelines.core.settings import ConfigError, Settings
+    from pipelines.snapshot.format import Limits
 
     # One line per event on standard error, as the exporter's own lines always were.
     logging.basicConfig(level=logging.WARNING, format="scanwatch exporter: %(message)s", stream=sys.stderr)
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             print(f"scanwatch exporter: {exc}", file=sys.stderr)
             return 2
-        from exporters.snapshot_database import PolledStore
+        from pipelines.snapshot.database import PolledStore
 
         snapshot = PolledStore(history, limits=limits)  # read-only, its own connection; the password stays with libpq
         shown = f"{history.masked} (snapshot_parts)"

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 
 from prometheus_client.metrics_core import Metric
 
-from exporters.catalogue import BY_NAME
 from exporters.families import Families, fill, num
-from exporters.snapshot_store import WHOLE
 from exporters.source import SnapshotSource
+from pipelines.snapshot.catalogue import BY_NAME
+from pipelines.snapshot.store import WHOLE
 
 log = logging.getLogger("scanwatch.exporter")
 

@@ -1,6 +1,6 @@
 """The snapshot's Prometheus families, built by one loop over the metric catalogue. No aggregation happens here.
 
-The snapshot already holds the numbers (DuckDB computed them); `exporters/catalogue.py` says which series
+The snapshot already holds the numbers (DuckDB computed them); `pipelines/snapshot/catalogue.py` says which series
 each table's rows give, with which labels and help. Counters come from the history, so they survive exporter
 restarts without resets, and their zero cells are present before the first event.
 """
@@ -19,8 +19,8 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.utils import floatToGoString
 
-from exporters.catalogue import SERIES, Series
-from exporters.text import label_values
+from pipelines.snapshot.catalogue import SERIES, Series
+from pipelines.snapshot.labels import label_values
 
 KINDS: dict[str, type] = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily, "info": InfoMetricFamily,
                           "histogram": HistogramMetricFamily}
@@ -46,7 +46,7 @@ class Families:
         if not all(type(v) is str for v in values) or (kind is InfoMetricFamily and not all(
                 type(v) is str for v in value.values())):
             raise TypeError(f"{name}: a label value is not a string")
-        values, value = label_values(labels, values, value)  # service text: one line, capped (exporters/text.py)
+        values, value = label_values(labels, values, value)  # service text: one line, capped (pipelines/snapshot/labels.py)
         fam = self.items.get(name)
         if fam is None:
             fam = self.items[name] = kind(name, doc, labels=labels, **extra)

@@ -27,9 +27,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from exporters.app import make_app
 from exporters.collector import SecscanCollector
 from exporters.exposition import Exposition
-from exporters.snapshot_format import Limits
-from exporters.snapshot_store import SnapshotStore
 from exporters.source import SnapshotSource
+from pipelines.snapshot.format import Limits
+from pipelines.snapshot.store import SnapshotStore
 
 MAX_HEAD_BYTES = 8 * 1024
 EXCHANGE_SECONDS = 10.0

@@ -21,8 +21,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from exporters.snapshot_format import TABLES, Limits, SnapshotError, merge_documents, over_cap, parse_snapshot
-from exporters.snapshot_store import WHOLE, FileStore, SnapshotStore
+from pipelines.snapshot.format import TABLES, Limits, SnapshotError, merge_documents, over_cap, parse_snapshot
+from pipelines.snapshot.store import WHOLE, FileStore, SnapshotStore
 
 log = logging.getLogger("scanwatch.exporter")
 

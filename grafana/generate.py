@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from pipelines.vocabulary import SEVERITIES
+from pipelines.core.vocabulary import SEVERITIES
 
 HERE = Path(__file__).resolve().parent
 RULES = HERE.parent / "prometheus" / "rules" / "secscan-alerts.yml"

@@ -73,7 +73,7 @@ class _Scrubbed:
         self._also = also
 
     def write(self, text: str) -> int:
-        from pipelines.history_location import scrub_all
+        from pipelines.core.history_location import scrub_all
 
         self._stream.write(scrub_all(text, self._also))
         return len(text)
@@ -94,7 +94,7 @@ def _given_locations(argv: list[str]) -> tuple[str, ...]:
 
 def _one_line(command: str, exc: BaseException, *, unexpected: bool = True) -> str:
     """An error as one line, secrets out; one no command expected keeps its class and where it came from."""
-    from pipelines.history_location import scrub_all
+    from pipelines.core.history_location import scrub_all
 
     text = " ".join(str(exc).split()) or type(exc).__name__
     if unexpected:
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     args = build_parser(argv).parse_args(argv)
-    from pipelines.credentials import ConfigError
+    from pipelines.core.credentials import ConfigError
 
     try:
         return int(args._run(args) or 0)

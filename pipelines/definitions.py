@@ -11,13 +11,13 @@ steps cost milliseconds, and a check that fails to run then never fails its asse
 
 import dagster as dg
 
-from pipelines.assets import ALL_ASSETS
-from pipelines.checks import history_checks
-from pipelines.jobs import project_refresh_job, refresh_job, scans_job, sync_job
-from pipelines.resources import default_resources
-from pipelines.scheduled_scans import scheduled_scans_job, scheduled_scans_schedule
-from pipelines.schedules import refresh_schedule, scans_schedule
-from pipelines.sensors import scan_finished_sensor, snapshot_after_failure, workspaces_sensor
+from pipelines.defs.assets import ALL_ASSETS
+from pipelines.defs.checks import history_checks
+from pipelines.defs.jobs import project_refresh_job, refresh_job, scans_job, sync_job
+from pipelines.defs.resources import default_resources
+from pipelines.defs.scheduled_scans import scheduled_scans_job, scheduled_scans_schedule
+from pipelines.defs.schedules import refresh_schedule, scans_schedule
+from pipelines.defs.sensors import scan_finished_sensor, snapshot_after_failure, workspaces_sensor
 
 defs = dg.Definitions(
     assets=ALL_ASSETS,

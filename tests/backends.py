@@ -141,10 +141,10 @@ def sync_history(*, full_reconcile: bool = False, workspace: str = "default") ->
     tests of the snapshot run themselves. Returns Dagster's result."""
     import dagster as dg
 
-    from pipelines.assets import ALL_ASSETS
-    from pipelines.checks import history_checks
-    from pipelines.partitions import register
-    from pipelines.resources import default_resources
+    from pipelines.defs.assets import ALL_ASSETS
+    from pipelines.defs.checks import history_checks
+    from pipelines.defs.partitions import register
+    from pipelines.defs.resources import default_resources
 
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
     register(instance, [workspace])

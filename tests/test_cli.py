@@ -2,7 +2,7 @@ import subprocess
 import sys
 
 from pipelines.cli import SUBCOMMANDS
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 
 def test_help_lists_every_promised_command():

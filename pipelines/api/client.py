@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import httpx
 
-from pipelines.credentials import mask_key
+from pipelines.core.credentials import mask_key
 
 from .bounds import DEFAULT_BOUNDS, BodyTooLarge, Bounds, DeadlineExceeded, UnsupportedEncoding, read_capped
 from .errors import (

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from exporters.catalogue import RULE_SERIES, past_series
-from exporters.text import label_values
+from pipelines.snapshot.catalogue import RULE_SERIES, past_series
+from pipelines.snapshot.labels import label_values
 
 # The families /metrics serves that the past can be rebuilt for, with the exporter's own labels (the catalogue's).
 FAMILIES: dict[str, tuple[str, ...]] = {s.name: s.labels for s in past_series()}

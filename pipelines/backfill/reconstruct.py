@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from pipelines.sqlfiles import execute_file, read_sql, transaction
+from pipelines.core.sqlfiles import execute_file, read_sql, transaction
+from pipelines.core.vocabulary import history_days_params
 from pipelines.storage.engines import as_connection
 from pipelines.storage.entities import SEVERITIES
-from pipelines.vocabulary import history_days_params
 
 DAY = timedelta(days=1)
 

@@ -44,7 +44,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from pipelines import milestones
 from pipelines.backfill import reconstruct as rc
 from pipelines.backfill.openmetrics import (
     HELP,
@@ -59,8 +58,9 @@ from pipelines.backfill.openmetrics import (
     series_parameters,
     spool_samples,
 )
-from pipelines.sqlfiles import read_sql
-from pipelines.vocabulary import history_days_params
+from pipelines.core import milestones
+from pipelines.core.sqlfiles import read_sql
+from pipelines.core.vocabulary import history_days_params
 
 # The longest block a production store takes: Mimir's largest compaction range, Prometheus's own
 # recommendation for backfilled blocks. promtool rounds it down to its 18 h range.

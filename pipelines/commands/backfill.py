@@ -21,9 +21,9 @@ def open_history(given: str | None, command: str):
 
     A backfill reads what a sync stored; it never calls the service, so there must be a history already.
     """
-    from pipelines import settings
-    from pipelines.credentials import ConfigError
-    from pipelines.history_location import HistoryLocation
+    from pipelines.core import settings
+    from pipelines.core.credentials import ConfigError
+    from pipelines.core.history_location import HistoryLocation
     from pipelines.storage.db import HistoryLockedError, connect, reader, schema_version
     from pipelines.storage.engines import HistoryUnavailableError
 

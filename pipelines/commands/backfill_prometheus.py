@@ -88,7 +88,7 @@ def http_url(text: str) -> str:
 
 
 def label(text: str) -> tuple[str, str]:
-    from pipelines.workspaces_file import IDENTIFIER
+    from pipelines.core.workspaces_file import IDENTIFIER
 
     name, sep, value = text.partition("=")
     if not sep or not IDENTIFIER.fullmatch(name):

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from pipelines.read_only import DEFAULT_WAIT, ReadRefused, while_locked
-from pipelines.text import printable
+from pipelines.core.text import printable
+from pipelines.storage.read_only import DEFAULT_WAIT, ReadRefused, while_locked
 
 EXIT_USAGE = 2
 
@@ -52,8 +52,8 @@ def add_history_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def history_location(given: str | None):  # -> HistoryLocation
-    from pipelines.history_location import HistoryLocation
-    from pipelines.settings import ConfigError, Settings
+    from pipelines.core.history_location import HistoryLocation
+    from pipelines.core.settings import ConfigError, Settings
 
     try:
         return HistoryLocation.parse(given, "--db") if given is not None else Settings.load().history

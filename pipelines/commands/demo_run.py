@@ -28,7 +28,7 @@ from pipelines.commands.demo_files import (
     write_prometheus_config,
 )
 from pipelines.commands.processes import Child, ChildFailed, Children, http_status, port_in_use, wait_until
-from pipelines.credentials import mask_key
+from pipelines.core.credentials import mask_key
 
 DEMO_REFRESH_CRON = "*/2 * * * *"
 DEMO_SCANS_EVERY_MINUTES = 5

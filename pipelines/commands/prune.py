@@ -13,7 +13,7 @@ import argparse
 import datetime as dt
 import sys
 
-from pipelines.text import printable
+from pipelines.core.text import printable
 
 EXIT_USAGE = 2
 
@@ -43,7 +43,7 @@ def parse_before(text: str, now: dt.datetime) -> dt.datetime:
 
 def prune(db: str, before: dt.datetime, *, dry_run: bool = False) -> dict[str, int]:
     """The rows dropped per table (would be, with `dry_run`)."""
-    from pipelines.sqlfiles import execute_file, transaction
+    from pipelines.core.sqlfiles import execute_file, transaction
     from pipelines.storage.db import writer
 
     counts: dict[str, int] = {}
@@ -61,12 +61,12 @@ def prune(db: str, before: dt.datetime, *, dry_run: bool = False) -> dict[str, i
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.settings import ConfigError, Settings
+    from pipelines.core.settings import ConfigError, Settings
     from pipelines.storage import HistoryUnavailableError
 
     try:
         before = parse_before(args.before, dt.datetime.now(dt.UTC))
-        from pipelines.history_location import HistoryLocation
+        from pipelines.core.history_location import HistoryLocation
 
         location = Settings.load().history if args.db is None else HistoryLocation.parse(args.db, "--db")
         db = location.value

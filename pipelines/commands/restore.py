@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from pipelines.commands.backup import EXIT_USAGE, BackupError, add_history_arguments, history_location, libpq_target
-from pipelines.read_only import ReadRefused, while_locked
-from pipelines.text import printable
+from pipelines.core.text import printable
+from pipelines.storage.read_only import ReadRefused, while_locked
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

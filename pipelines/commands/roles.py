@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any
 
-from pipelines.sqlfiles import read_sql
+from pipelines.core.sqlfiles import read_sql
 
 WRITER, READER, VIEWS, GRAFANA = "scanwatch_writer", "scanwatch_reader", "scanwatch_views", "scanwatch_grafana"
 # A reader's limits: a query that runs for long, spills gigabytes to temporary files or sorts in a large
@@ -77,7 +77,7 @@ def workspace_recipe(conn: Any, label: str, *, schema: str, temp_file_limit: str
                      statement_timeout: str = STATEMENT_TIMEOUT, work_mem: str = WORK_MEM) -> str:
     """One workspace's role and its policies on every table of the history that holds workspace rows; `conn`
     is a history `Connection`, read to find the workspace's id and the tables."""
-    from pipelines.workspace_scope import workspace_id_of
+    from pipelines.storage.workspace_scope import workspace_id_of
 
     workspace_id = workspace_id_of(conn, label)
     role = ident(workspace_role(label))
@@ -101,10 +101,10 @@ def workspace_recipe(conn: Any, label: str, *, schema: str, temp_file_limit: str
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import settings
-    from pipelines.credentials import ConfigError
-    from pipelines.history_location import HistoryLocation
-    from pipelines.text import printable
+    from pipelines.core import settings
+    from pipelines.core.credentials import ConfigError
+    from pipelines.core.history_location import HistoryLocation
+    from pipelines.core.text import printable
 
     limits = {"temp_file_limit": args.temp_file_limit, "statement_timeout": args.statement_timeout,
               "work_mem": args.work_mem}
@@ -144,7 +144,7 @@ def recipe_for(location: Any, labels: list[str], limits: dict[str, str]) -> str:
 
     from pipelines.storage.engines.base import HistoryUnavailableError
     from pipelines.storage.engines.postgres_engine import POSTGRES
-    from pipelines.workspace_scope import UnknownWorkspaceError
+    from pipelines.storage.workspace_scope import UnknownWorkspaceError
 
     try:
         conn = POSTGRES.open(location, writer=False)

@@ -1,6 +1,6 @@
 """`scanwatch sql`: the cookbook and ad-hoc read-only SQL on the history.
 
-The history is the pipeline's to write: queries go through the read-only door (`pipelines/read_only.py`),
+The history is the pipeline's to write: queries go through the read-only door (`pipelines/storage/read_only.py`),
 and every value printed has its control characters escaped, so a name the service sent cannot drive the
 terminal. DuckDB is imported only when a query runs, so listing the cookbook stays instant.
 """
@@ -17,8 +17,15 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pipelines.read_only import AS_WRITER_VARIABLE, DEFAULT_TIMEOUT, DEFAULT_WAIT, MAX_TIMEOUT, ReadRefused, opened
-from pipelines.text import printable
+from pipelines.core.text import printable
+from pipelines.storage.read_only import (
+    AS_WRITER_VARIABLE,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WAIT,
+    MAX_TIMEOUT,
+    ReadRefused,
+    opened,
+)
 
 DEFAULT_MAX_ROWS = 100_000
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -65,7 +72,7 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import sqlfiles
+    from pipelines.core import sqlfiles
 
     queries = sqlfiles.cookbook()
     if args.query is None:
@@ -98,14 +105,14 @@ def run(args: argparse.Namespace) -> int:
 def _db_path(given: str | None) -> str:
     if given is not None:
         return given
-    from pipelines import settings
+    from pipelines.core import settings
 
     return settings.Settings.load().history.value
 
 
 def _resolve_sql(query: str, queries: dict[str, Any]) -> str:
     """A bare word is a cookbook name; a typo deserves a hint, not DuckDB's parser error."""
-    from pipelines.sqlfiles import cookbook_sql
+    from pipelines.core.sqlfiles import cookbook_sql
 
     text = sys.stdin.read() if query == "-" else query
     try:

@@ -16,10 +16,10 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from pipelines.text import printable
+from pipelines.core.text import printable
 
 if TYPE_CHECKING:
-    from pipelines.history_location import HistoryLocation
+    from pipelines.core.history_location import HistoryLocation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,7 +99,7 @@ def _refuse_newer_file(history: HistoryLocation) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.settings import ConfigError, Settings
+    from pipelines.core.settings import ConfigError, Settings
 
     try:
         settings = Settings.load()
@@ -166,7 +166,7 @@ def _run(args: argparse.Namespace, settings, cut) -> int:
         print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
         return 2
 
-    from pipelines.materialize import materialize_all, show_progress
+    from pipelines.commands.materialize import materialize_all, show_progress
 
     if not args.quiet:
         show_progress()

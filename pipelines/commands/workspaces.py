@@ -12,7 +12,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
-from pipelines.text import printable
+from pipelines.core.text import printable
 
 HISTORY_WAIT_SECONDS = 5.0  # a DuckDB file a sync holds is waited for this long, then shown as unreadable
 
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _followed(settings) -> list[tuple[str, str, str]]:
     """(name, where its key is read from, its state) for each workspace the file lists, each entry checked
     alone, so one broken entry is its own line rather than hiding the others."""
-    from pipelines.credentials import ConfigError
+    from pipelines.core.credentials import ConfigError
 
     rows = []
     for name in settings.workspace_names:
@@ -40,7 +40,7 @@ def _followed(settings) -> list[tuple[str, str, str]]:
 
 def _history(settings) -> tuple[dict[str, tuple], str | None]:
     """Each name the history holds, with its bound workspace and last sync; or why the history was not read."""
-    from pipelines.sqlfiles import read_sql
+    from pipelines.core.sqlfiles import read_sql
     from pipelines.storage import HistoryLockedError, HistoryUnavailableError, reader
 
     location = settings.history
@@ -63,7 +63,7 @@ def _when(value: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.settings import ConfigError, Settings
+    from pipelines.core.settings import ConfigError, Settings
 
     settings = Settings.load()
     try:

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.history_location import HistoryLocation
-from pipelines.sqlfiles import read_sql, sql_dir, transaction
+from pipelines.core.history_location import HistoryLocation
+from pipelines.core.sqlfiles import read_sql, sql_dir, transaction
 from pipelines.storage.engines import (
     Connection,
     HistoryLockedError,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipelines.vocabulary import ISSUE_STATUSES, SCAN_STATUSES, SEVERITIES
+from pipelines.core.vocabulary import ISSUE_STATUSES, SCAN_STATUSES, SEVERITIES
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pipelines import milestones
-from pipelines.sqlfiles import execute_file, read_sql, transaction
+from pipelines.core import milestones
+from pipelines.core.sqlfiles import execute_file, read_sql, transaction
+from pipelines.core.text import printable
 from pipelines.storage.engines import Connection, as_connection
 from pipelines.storage.entities import (
     ACCOUNT,
@@ -37,7 +38,6 @@ from pipelines.storage.entities import (
 )
 from pipelines.storage.stage import MAX_RECORD_BYTES, QUARANTINED, SEQ, StageFile, StageFormat, chunks
 from pipelines.storage.upsert import quote, touch_unchanged, upsert
-from pipelines.text import printable
 
 log = logging.getLogger("scanwatch.storage")
 

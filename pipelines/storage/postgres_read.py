@@ -1,4 +1,4 @@
-"""The read-only door on a PostgreSQL history (`scanwatch sql`, `pipelines.history`): the server keeps the
+"""The read-only door on a PostgreSQL history (`scanwatch sql`, `pipelines.commands.history`): the server keeps the
 promise, not scanwatch's reading of the text.
 
 - One statement: the user's text goes to the server through the extended query protocol (psycopg's
@@ -29,8 +29,8 @@ from typing import Any
 import psycopg
 from psycopg import errors
 
-from pipelines.history_location import HistoryLocation
-from pipelines.sqlfiles import read_sql
+from pipelines.core.history_location import HistoryLocation
+from pipelines.core.sqlfiles import read_sql
 from pipelines.storage.engines.base import HistoryUnavailableError
 from pipelines.storage.engines.postgres_engine import POSTGRES, message_lines
 from pipelines.storage.engines.sqltext import UnterminatedError, split, words
@@ -103,7 +103,7 @@ def _some(names: list[str]) -> str:
 
 def _scope(conn: Any, workspace: str) -> None:
     """The temporary views of one workspace's rows, made before the transaction turns read-only."""
-    from pipelines.workspace_scope import UnknownWorkspaceError, scope_to_workspace
+    from pipelines.storage.workspace_scope import UnknownWorkspaceError, scope_to_workspace
 
     try:
         scope_to_workspace(conn, workspace)

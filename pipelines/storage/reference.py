@@ -1,6 +1,6 @@
 """The vocabulary and the SLA policy, copied into the history for SQL to read.
 
-`pipelines/vocabulary.py` stays the one definition; these tables are its projection, rewritten by the
+`pipelines/core/vocabulary.py` stays the one definition; these tables are its projection, rewritten by the
 writer, so a query never spells a severity list or an SLA of its own.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pipelines import vocabulary
-from pipelines.sqlfiles import execute_file, read_sql, transaction
+from pipelines.core import vocabulary
+from pipelines.core.sqlfiles import execute_file, read_sql, transaction
 
 
 def _lists() -> dict[str, list[str]]:

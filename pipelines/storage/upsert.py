@@ -11,7 +11,7 @@ from functools import cache
 from string import Template
 from typing import Any
 
-from pipelines.sqlfiles import read_sql
+from pipelines.core.sqlfiles import read_sql
 from pipelines.storage.engines import DUCKDB, Engine, as_connection
 from pipelines.storage.entities import Entity
 

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pipelines.sqlfiles import read_sql, sql_dir, transaction
+from pipelines.core.sqlfiles import read_sql, sql_dir, transaction
 
 _COMMENT = re.compile(r"--[^\n]*")
 

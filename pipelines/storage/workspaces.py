@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.sqlfiles import read_sql
+from pipelines.core.sqlfiles import read_sql
 
 
 def current_workspace(conn: Any, label: str | None) -> str | None:

@@ -1,6 +1,6 @@
 -- scanwatch history, schema version 6: the vocabulary as reference tables, so SQL (the cookbook, the
 -- snapshot, your own queries) reads the same severities, statuses and SLA policy as the Python code.
--- Their rows come from pipelines/vocabulary.py: rewritten whenever the history is opened for writing, and
+-- Their rows come from pipelines/core/vocabulary.py: rewritten whenever the history is opened for writing, and
 -- `sla_policy` at every metrics snapshot, with the policy that snapshot used (SCANWATCH_SLA_DAYS).
 -- Only adds objects, so it is safe on any existing history.
 CREATE TABLE IF NOT EXISTS severities (

@@ -1,7 +1,7 @@
 -- scanwatch history, schema version 14: `snapshot_parts`, the metrics snapshot kept in the history itself.
 -- With a PostgreSQL history, the runs (pods on any node) and the exporter share no disk: each workspace's run
 -- replaces its part's row in one statement, and the exporter reads the rows with a read-only connection of its
--- own (exporters/snapshot_database.py). A DuckDB history keeps its snapshot as a folder of files beside it (the
+-- own (pipelines/snapshot/database.py). A DuckDB history keeps its snapshot as a folder of files beside it (the
 -- exporter never opens a DuckDB file a writer may hold), so there the table stays empty; both engines carry
 -- it so that every history has one schema.
 -- Only adds objects (IF NOT EXISTS): harmless twice.
@@ -13,5 +13,5 @@ CREATE TABLE IF NOT EXISTS snapshot_parts (
     name        VARCHAR PRIMARY KEY,  -- the service's workspace id, or the followed name before it is known
     generation  BIGINT NOT NULL,
     written_at  TIMESTAMPTZ NOT NULL,
-    document    VARCHAR NOT NULL      -- the part as compact JSON (exporters/snapshot_format.py)
+    document    VARCHAR NOT NULL      -- the part as compact JSON (pipelines/snapshot/format.py)
 );

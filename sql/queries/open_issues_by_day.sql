@@ -206,7 +206,7 @@ labelled AS (
     FROM by_source AS b
     LEFT JOIN workspace_labels AS w ON w.workspace_id = b.workspace_id
 )
--- One column per severity, worst first, as pipelines/vocabulary.py lists them (`scanwatch sql` writes the comment
+-- One column per severity, worst first, as pipelines/core/vocabulary.py lists them (`scanwatch sql` writes the comment
 -- out once per severity); a severity the vocabulary does not know still counts in the total.
 SELECT
     day,

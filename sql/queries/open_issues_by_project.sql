@@ -2,7 +2,7 @@
 -- description: Open issues now per project and severity, with the project's workspace, current score and grade.
 --
 -- Open issues are `open_issues_now`'s. One column per severity, worst first, as the `severities` table lists
--- them (pipelines/vocabulary.py). Projects with the most of the worst come first.
+-- them (pipelines/core/vocabulary.py). Projects with the most of the worst come first.
 WITH listed AS (
     SELECT l.workspace, l.project_id, l.project, p.score, p.grade
     FROM project_labels AS l

@@ -1,7 +1,7 @@
 -- The history's tables, and which column names the workspace of a row: `workspace_id` (with
 -- `workspace_label` for a failed run recorded before its workspace's id was known), or the name of a
 -- metrics snapshot part, or the key of a PostgreSQL writers' lock row; NULL for a table that holds no workspace's rows. With each, its catalog and
--- schema, so a temporary view of the same name can read it (`--workspace`, pipelines/workspace_scope.py).
+-- schema, so a temporary view of the same name can read it (`--workspace`, pipelines/storage/workspace_scope.py).
 SELECT t.table_name,
        CASE WHEN bool_or(c.column_name = 'workspace_id') THEN 'workspace_id'
             WHEN t.table_name = 'snapshot_parts' THEN 'name'

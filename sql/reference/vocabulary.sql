@@ -1,4 +1,4 @@
--- The vocabulary of pipelines/vocabulary.py as tables, rewritten when the history is opened for writing and
+-- The vocabulary of pipelines/core/vocabulary.py as tables, rewritten when the history is opened for writing and
 -- its copy differs (reference/vocabulary_current.sql).
 --
 -- Severities worst first (rank 1 is the worst).

@@ -1,4 +1,4 @@
--- Whether the history's vocabulary tables already hold pipelines/vocabulary.py's definition (and an SLA
+-- Whether the history's vocabulary tables already hold pipelines/core/vocabulary.py's definition (and an SLA
 -- policy): opening the history then writes nothing. The parameters of reference/vocabulary.sql but the SLA.
 SELECT coalesce((SELECT array_agg(severity ORDER BY rank) FROM severities) = CAST($severities AS VARCHAR[]), false)
    AND coalesce((SELECT array_agg(status ORDER BY rank) FROM issue_statuses)

@@ -17,7 +17,7 @@ def synced(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
                                                                                                           object]]:
     """A history after one first sync of the small world (driven clock), and the simulator still serving: a
     DuckDB file's path, or a PostgreSQL database's URL."""
-    from pipelines.materialize import materialize_all
+    from pipelines.commands.materialize import materialize_all
 
     server = request.getfixturevalue("pg_server") if request.param == "postgres" else None
     db: Path | str = (server.url(server.create_database()) if server
@@ -37,7 +37,7 @@ def _first_sync_without_snapshot() -> None:
     """Every ingestion asset of a first sync, then its last step's reconstruction (`metrics_snapshot` rebuilds
     the days before a workspace's first sync before it writes the snapshot), on the history of SCANWATCH_DB."""
     from pipelines.backfill.reconstruct import reconstruct
-    from pipelines.settings import Settings
+    from pipelines.core.settings import Settings
     from pipelines.storage.db import connect
     from tests.backends import failure, sync_history
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.backfill.reconstruct import reconstruct
-from pipelines.sqlfiles import cookbook
+from pipelines.core.sqlfiles import cookbook
 
 from .handmade import FIRST_SYNC, WS, at, day, history
 

@@ -1,4 +1,4 @@
-"""The metric catalogue (exporters/catalogue.py) is the one list of series: the exporter serves exactly it, the
+"""The metric catalogue (pipelines/snapshot/catalogue.py) is the one list of series: the exporter serves exactly it, the
 README's metrics table says the same names, types and labels, and every alert and recording rule, dashboard
 query, Grafana alert rule and backfilled series names only metrics and labels it knows."""
 
@@ -11,7 +11,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.catalogue import CRITICAL_INFO_LIMIT, SCRAPE_LABELS, SERIES, Series
+from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, SCRAPE_LABELS, SERIES, Series
 from tests.grafana.queries import alert_queries, dashboard_queries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,9 +58,9 @@ def unknown_names(text: str) -> tuple[set[str], set[str]]:
 def snap_path(tmp_path: Path) -> Path:
     """The exporter tests' history with a page-worthy arrival, one part per workspace: every family of the
     catalogue has a sample."""
-    from exporters.snapshot_format import encode_snapshot
-    from exporters.snapshot_store import FileStore
-    from pipelines.snapshot import build_parts
+    from pipelines.snapshot.format import encode_snapshot
+    from pipelines.snapshot.store import FileStore
+    from pipelines.sync.snapshot import build_parts
     from tests.exporter.history import NOW, add_critical_arrival, fresh_db, load_history
 
     conn = fresh_db()

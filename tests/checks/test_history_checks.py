@@ -36,9 +36,9 @@ def _evaluations(result: Any) -> dict[str, tuple[bool, int]]:
 
 
 def _run_checks() -> dict[str, tuple[bool, int]]:
-    from pipelines.assets import ALL_ASSETS
-    from pipelines.checks import history_checks
-    from pipelines.resources import default_resources
+    from pipelines.defs.assets import ALL_ASSETS
+    from pipelines.defs.checks import history_checks
+    from pipelines.defs.resources import default_resources
 
     result = dg.materialize([*ALL_ASSETS, *history_checks], resources=default_resources(),
                             instance=dg.DagsterInstance.ephemeral(), selection=dg.AssetSelection.all_asset_checks())

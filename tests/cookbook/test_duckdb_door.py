@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.read_only import ReadRefused, execute_read_only
+from pipelines.storage.read_only import ReadRefused, execute_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""`pipelines.history`: the cookbook as DataFrames for notebooks, through the same read-only door as the CLI."""
+"""`pipelines.commands.history`: the cookbook as DataFrames for notebooks, through the same read-only door as the CLI."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipelines import history, sqlfiles
-from pipelines.read_only import execute_read_only
+from pipelines.commands import history
+from pipelines.core import sqlfiles
+from pipelines.storage.read_only import execute_read_only
 
 
 def test_a_cookbook_query_by_name_is_a_dataframe_of_the_cli_answer(history_db: Path) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from pipelines import sqlfiles
-from pipelines.read_only import execute_read_only
+from pipelines.core import sqlfiles
 from pipelines.storage.db import connect
+from pipelines.storage.read_only import execute_read_only
 from tests import backends
 
 from .history import WS, at, quota_at, today

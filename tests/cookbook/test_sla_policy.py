@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from exporters.snapshot_format import read_snapshot
-from pipelines import sqlfiles
-from pipelines.read_only import execute_read_only
-from pipelines.snapshot import refresh_snapshot
+from pipelines.core import sqlfiles
+from pipelines.snapshot.format import read_snapshot
 from pipelines.storage import connect
+from pipelines.storage.read_only import execute_read_only
 from pipelines.storage.workspaces import current_workspace
+from pipelines.sync.snapshot import refresh_snapshot
 
 
 def _breaches(db: Path, snapshot: Path) -> tuple[Counter, Counter]:

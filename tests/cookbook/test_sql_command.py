@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines import sqlfiles
+from pipelines.core import sqlfiles
 
 REPO = Path(__file__).resolve().parents[2]
 

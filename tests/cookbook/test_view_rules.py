@@ -12,7 +12,7 @@ import datetime as dt
 
 import pytest
 
-from pipelines.snapshot import build_snapshot
+from pipelines.sync.snapshot import build_snapshot
 from tests.backfill.handmade import FIRST_SYNC, WS, at, history, insert
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import sqlfiles
-from pipelines.read_only import execute_read_only
+from pipelines.core import sqlfiles
+from pipelines.storage.read_only import execute_read_only
 from tests.workspaces.pair import NAMES, Pair, synced_pair
 
 pytestmark = pytest.mark.timeout(900)

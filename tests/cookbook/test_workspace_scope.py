@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import history, sqlfiles
-from pipelines.read_only import ReadRefused, execute_read_only
+from pipelines.commands import history
+from pipelines.core import sqlfiles
 from pipelines.storage.db import connect
+from pipelines.storage.read_only import ReadRefused, execute_read_only
 from tests import backends
 
 from .history import WS, at

@@ -22,8 +22,8 @@ import psycopg
 import pytest
 
 from exporters.server import serve
-from exporters.snapshot_database import PolledStore
-from pipelines.history_location import HistoryLocation
+from pipelines.core.history_location import HistoryLocation
+from pipelines.snapshot.database import PolledStore
 from tests.deploy.conftest import BIN, ROOT, child_env
 from tests.pg_server import PgServer
 

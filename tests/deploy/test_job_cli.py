@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from exporters.snapshot_format import read_snapshot
+from pipelines.snapshot.format import read_snapshot
 from tests.deploy.conftest import BIN, ROOT, child_env
 
 COMMAND = [str(BIN / "dagster"), "job", "execute", "-m", "pipelines.definitions", "-j", "refresh_job"]

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from exporters.server import serve
-from pipelines.snapshot import build_snapshot, write_snapshot
+from pipelines.sync.snapshot import build_snapshot, write_snapshot
 from tests.deploy.test_chart import ALL_ON, one, render
 from tests.exporter.history import NOW, fresh_db, load_history
 

@@ -181,7 +181,7 @@ class LiveStack:
 
     def snapshot(self) -> dict:
         """Every workspace's part as one document."""
-        from exporters.snapshot_format import read_snapshot
+        from pipelines.snapshot.format import read_snapshot
 
         return read_snapshot(Path(self.env["SCANWATCH_SNAPSHOT"]))
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.snapshot import build_snapshot
+from pipelines.sync.snapshot import build_snapshot
 from tests.exporter.history import NOW, add_critical_arrival, fresh_db, load_history
 
 

@@ -14,7 +14,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporters.server import build_registry
-from pipelines.snapshot import build_snapshot, write_snapshot
+from pipelines.sync.snapshot import build_snapshot, write_snapshot
 from tests.exporter.history import fresh_db
 
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)  # the first sync

@@ -23,12 +23,12 @@ import psycopg
 import pytest
 
 from exporters.server import serve
-from exporters.snapshot_database import DatabaseStore, PolledStore
-from exporters.snapshot_format import Limits, encode_snapshot, parse_snapshot
-from pipelines import milestones
-from pipelines.history_location import HistoryLocation
-from pipelines.snapshot import build_part, refresh_snapshot
+from pipelines.core import milestones
+from pipelines.core.history_location import HistoryLocation
+from pipelines.snapshot.database import DatabaseStore, PolledStore
+from pipelines.snapshot.format import Limits, encode_snapshot, parse_snapshot
 from pipelines.storage import connect
+from pipelines.sync.snapshot import build_part, refresh_snapshot
 from tests.backends import point_at
 from tests.exporter.history import NOW, load_history
 from tests.pg_server import PgServer
@@ -243,7 +243,7 @@ def _free_port() -> int:
 
 def test_a_sync_of_a_postgresql_history_writes_its_part_there_and_no_folder(
         pg_database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipelines.materialize import materialize_all
+    from pipelines.commands.materialize import materialize_all
     from simulator.testing import SimConfig, serve_simulator
 
     monkeypatch.chdir(tmp_path)  # where a folder of parts would land by default (data/ beside no DuckDB file)
@@ -283,7 +283,7 @@ def test_a_part_over_the_size_cap_is_unreadable_and_the_others_are_served(
 def test_a_part_over_the_size_cap_is_never_fetched_from_the_server(in_history: str) -> None:
     """The cap bounds what the exporter holds, not only what it serves: a part over it is never fetched, by
     the poll nor by a direct read, so one huge row cannot take the exporter's memory."""
-    from exporters.snapshot_format import SnapshotError
+    from pipelines.snapshot.format import SnapshotError
 
     with connect(in_history) as conn:
         refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
@@ -333,7 +333,7 @@ def test_parts_past_the_exporters_total_cap_are_unreadable_and_served_once_there
 
 def test_a_failed_sync_of_a_postgresql_history_still_shows_its_failure_there(
         pg_database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipelines.materialize import materialize_all
+    from pipelines.commands.materialize import materialize_all
     from simulator.testing import SimConfig, serve_simulator
 
     monkeypatch.chdir(tmp_path)

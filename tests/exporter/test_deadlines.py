@@ -52,8 +52,8 @@ def test_a_sync_whose_history_goes_silent_ends_within_its_deadline_with_one_line
 def test_every_connection_has_its_deadlines(pg_database: str) -> None:
     """The writer's and the exporter's sessions, as the server and libpq hold them: connect timeout, keepalives,
     tcp_user_timeout, and the statement and lock timeouts of each session."""
-    from exporters.snapshot_database import connect_reader
-    from pipelines.history_location import HistoryLocation
+    from pipelines.core.history_location import HistoryLocation
+    from pipelines.snapshot.database import connect_reader
     from pipelines.storage import connect
 
     def held(raw) -> dict[str, str]:

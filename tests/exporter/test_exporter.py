@@ -19,9 +19,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporters.collector import SecscanCollector
 from exporters.exposition import Exposition
 from exporters.server import build_registry, serve
-from exporters.snapshot_store import WHOLE
 from exporters.source import SnapshotSource
-from pipelines.snapshot import write_snapshot
+from pipelines.snapshot.store import WHOLE
+from pipelines.sync.snapshot import write_snapshot
 from tests.prometheus.tools import free_port, installed, require
 
 ROOT = Path(__file__).resolve().parents[2]

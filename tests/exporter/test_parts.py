@@ -14,10 +14,10 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporters.server import build_registry
-from exporters.snapshot_format import encode_snapshot
-from exporters.snapshot_store import FileStore
-from pipelines import milestones
-from pipelines.snapshot import build_parts, refresh_snapshot, write_snapshot
+from pipelines.core import milestones
+from pipelines.snapshot.format import encode_snapshot
+from pipelines.snapshot.store import FileStore
+from pipelines.sync.snapshot import build_parts, refresh_snapshot, write_snapshot
 from tests.exporter.history import NOW
 
 
@@ -171,8 +171,8 @@ def test_parts_of_a_folder_past_the_total_cap_are_unreadable_and_served_once_the
                                                                                          caplog) -> None:
     """Each part within the part cap, all of them together within the total: the part that would take the
     folder's parts past `total_bytes` is unreadable, never held, and served once room is made."""
-    from exporters.snapshot_format import Limits
     from exporters.source import SnapshotSource
+    from pipelines.snapshot.format import Limits
 
     folder = tmp_path / "scanwatch-metrics.json"
     _write_parts(conn, folder)
@@ -193,7 +193,7 @@ def test_parts_of_a_folder_past_the_total_cap_are_unreadable_and_served_once_the
 def test_a_part_file_over_the_part_cap_is_refused_before_it_is_read(conn, tmp_path: Path) -> None:
     """The exporter's part cap bounds what it reads from a folder, not only what it serves: a larger part file
     is refused from its size, before any byte of it is held."""
-    from exporters.snapshot_format import Limits, SnapshotError
+    from pipelines.snapshot.format import Limits, SnapshotError
 
     folder = tmp_path / "scanwatch-metrics.json"
     _write_parts(conn, folder)

@@ -9,8 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from exporters.snapshot_format import SCHEMA_VERSION, SnapshotError, read_snapshot
-from pipelines.snapshot import (
+from pipelines.snapshot.format import SCHEMA_VERSION, SnapshotError, read_snapshot
+from pipelines.sync.snapshot import (
     TTF_BUCKETS,
     build_snapshot,
     write_snapshot,
@@ -246,7 +246,7 @@ def test_readers_never_see_a_partial_file(snapshot, tmp_path):
 
 
 def test_sla_policy_from_env_then_config():
-    from pipelines.vocabulary import sla_policy
+    from pipelines.core.vocabulary import sla_policy
 
     assert sla_policy({}) == {"critical": 7, "high": 30, "medium": 90, "low": 180}
     assert sla_policy({"SCANWATCH_SLA_DAYS": "critical=3, low=365"})["critical"] == 3
@@ -259,7 +259,7 @@ def test_sla_policy_from_env_then_config():
 
 
 def test_open_issues_agree_with_the_cookbook():
-    from pipelines.sqlfiles import read_sql
+    from pipelines.core.sqlfiles import read_sql
 
     history_conn = fresh_db()  # the cookbook's own engines are its tests' (tests/cookbook)
     load_history(history_conn)
@@ -288,7 +288,7 @@ def test_write_removes_temp_files_a_killed_writer_left_and_keeps_a_live_ones(tmp
     import os
     import time
 
-    from pipelines.snapshot import write_snapshot
+    from pipelines.sync.snapshot import write_snapshot
 
     target = tmp_path / "scanwatch-metrics.json"
     stale = tmp_path / ".scanwatch-metrics.json.abc123.tmp"

@@ -16,7 +16,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporters.server import build_registry
-from pipelines.snapshot import write_snapshot
+from pipelines.sync.snapshot import write_snapshot
 from tests.grafana.queries import (
     GRAFANA_ALERTS,
     METRIC,

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from pipelines.vocabulary import DEFAULT_SLA_DAYS
+from pipelines.core.vocabulary import DEFAULT_SLA_DAYS
 from simulator.testing import SimConfig, serve_simulator
 from tests import backends, service_truth
 from tests.grafana.queries import expand_sql, load_dashboards, panels, sql_queries

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
-from pipelines import milestones
 from pipelines.cli import main
+from pipelines.core import milestones
 
 
 def signal_at(wanted: str, signum: int) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import credentials
+from pipelines.core import credentials
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import ENGINES
 from tests.reliability.harness import ROOT, assert_intact, assert_one_line, cli, dump, service_env, sync_in_process

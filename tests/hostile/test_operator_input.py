@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.settings import ConfigError, Settings
+from pipelines.core.settings import ConfigError, Settings
 from tests.reliability.harness import ROOT, assert_one_line
 
 KEY = "rst_" + "k" * 40

@@ -23,8 +23,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporters.server import build_registry
-from exporters.text import MAX_LABEL_CHARACTERS, label_value
-from pipelines.snapshot import build_snapshot, write_snapshot
+from pipelines.snapshot.labels import MAX_LABEL_CHARACTERS, label_value
+from pipelines.sync.snapshot import build_snapshot, write_snapshot
 from tests.backends import ENGINES
 from tests.e2e.stack import (
     Process,

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.text import printable
+from pipelines.core.text import printable
 from tests.cookbook.test_sql_command import digest, scanwatch_sql
 
 HOSTILE = "name\x1b]0;owned\x07\x1b[2J\u202e\ud800"

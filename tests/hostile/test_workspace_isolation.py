@@ -70,8 +70,8 @@ def worlds(tmp_path_factory) -> Iterator[SimpleNamespace]:
 SENSOR = """
 import json, time
 import dagster as dg
-from pipelines.resources import default_resources
-from pipelines.sensors import scan_finished_sensor
+from pipelines.defs.resources import default_resources
+from pipelines.defs.sensors import scan_finished_sensor
 started = time.monotonic()
 with dg.build_sensor_context(resources=default_resources(), instance=dg.DagsterInstance.ephemeral()) as ctx:
     result = scan_finished_sensor(ctx)
@@ -134,8 +134,8 @@ def test_with_dagster_home_the_workspaces_sync_at_once(worlds, engine, request):
 SCHEDULE = """
 import datetime, json
 import dagster as dg
-from pipelines.scheduled_scans import scheduled_scans_schedule, scheduled_scans_job
-from pipelines.resources import default_resources
+from pipelines.defs.scheduled_scans import scheduled_scans_schedule, scheduled_scans_job
+from pipelines.defs.resources import default_resources
 when = datetime.datetime(2026, 11, 22, 3, 0, tzinfo=datetime.UTC)
 with dg.build_schedule_context(scheduled_execution_time=when) as ctx:
     requests = scheduled_scans_schedule(ctx)
@@ -170,7 +170,7 @@ def test_a_scheduled_scan_goes_to_its_own_workspace_with_its_key(worlds):
 
 THREADS = """
 import gc, json, logging
-from pipelines.materialize import materialize_all
+from pipelines.commands.materialize import materialize_all
 seen = []
 class Keep(logging.Handler):
     def emit(self, record):

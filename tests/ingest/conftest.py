@@ -50,7 +50,7 @@ def scheduled_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
 
 
 def run_sync(**kw):
-    from pipelines.materialize import materialize_all
+    from pipelines.commands.materialize import materialize_all
 
     return materialize_all(**kw)
 
@@ -76,8 +76,8 @@ def exposition(db: Path | str) -> str:
 
     if not is_postgres(db):
         return generate_latest(build_registry(Path(db).with_name("scanwatch-metrics.json"))).decode()
-    from exporters.snapshot_database import PolledStore
-    from pipelines.history_location import HistoryLocation
+    from pipelines.core.history_location import HistoryLocation
+    from pipelines.snapshot.database import PolledStore
 
     store = PolledStore(HistoryLocation.parse(str(db)), poll_seconds=3600)
     try:

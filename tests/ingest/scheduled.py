@@ -31,8 +31,8 @@ def synced_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: Path | str
 def run_scheduled(sim, db: Path | str, targets: list[str], *, kind: str = "quick", reserve: int = 0,
                   tick: str = "20261124T0300") -> dict[str, Any]:
     """One run of the scheduled-scans job; its output metadata (started, skipped, reused, failed...)."""
-    from pipelines.resources import HistoryResource, ScanningServiceResource
-    from pipelines.scheduled_scans import scheduled_scans_job
+    from pipelines.defs.resources import HistoryResource, ScanningServiceResource
+    from pipelines.defs.scheduled_scans import scheduled_scans_job
 
     result = scheduled_scans_job.execute_in_process(
         run_config={"ops": {"start_and_wait_for_scans": {"config": {

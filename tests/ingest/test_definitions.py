@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from pipelines.partitions import register
+from pipelines.defs.partitions import register
 from tests.ingest.conftest import Oracle, query, run_sync
 
 
@@ -48,15 +48,15 @@ def test_every_job_runs_in_process_and_whole_history_steps_in_the_duckdb_pool(en
         node = graph.get(key)
         if node.is_materializable:
             assert node.pools == ({"duckdb"} if key.to_user_string() == "metrics_snapshot" else set()), key
-    from pipelines.checks import history_checks
+    from pipelines.defs.checks import history_checks
 
     for check in history_checks:
         assert check.op.pool == "duckdb", check.op.name
 
 
 def test_sensor_asks_for_the_project_whose_scan_finished(sim, env):
-    from pipelines.resources import HistoryResource, ScanningServiceResource
-    from pipelines.sensors import scan_finished_sensor
+    from pipelines.defs.resources import HistoryResource, ScanningServiceResource
+    from pipelines.defs.sensors import scan_finished_sensor
 
     oracle = Oracle(sim.base_url, sim.api_key)
     target = oracle.walk("/projects")[1]["targets"][0]
@@ -82,10 +82,10 @@ def test_a_scan_the_hourly_scans_run_settles_between_two_ticks_still_gets_its_is
     the refresh reading every moved project's scans (a run asked for after it)."""
     from dagster._core.utils import make_new_run_id
 
-    from pipelines.assets import ALL_ASSETS
-    from pipelines.jobs import project_refresh_job, scans_job
-    from pipelines.resources import HistoryResource, ScanningServiceResource, default_resources
-    from pipelines.sensors import scan_finished_sensor
+    from pipelines.defs.assets import ALL_ASSETS
+    from pipelines.defs.jobs import project_refresh_job, scans_job
+    from pipelines.defs.resources import HistoryResource, ScanningServiceResource, default_resources
+    from pipelines.defs.sensors import scan_finished_sensor
 
     oracle = Oracle(sim.base_url, sim.api_key)
     target = oracle.walk("/projects")[1]["targets"][0]
@@ -129,9 +129,9 @@ def test_a_scan_the_hourly_scans_run_settles_between_two_ticks_still_gets_its_is
 
 
 def test_the_history_checks_run_in_one_step_and_only_for_the_selected_assets(env):
-    from pipelines.assets import ALL_ASSETS
-    from pipelines.checks import history_checks
-    from pipelines.resources import default_resources
+    from pipelines.defs.assets import ALL_ASSETS
+    from pipelines.defs.checks import history_checks
+    from pipelines.defs.resources import default_resources
 
     def run(selection=None) -> tuple[dict[str, bool], set[str]]:
         instance = dg.DagsterInstance.ephemeral()
@@ -157,8 +157,8 @@ def test_the_sensors_run_settles_a_failed_scan_under_either_reading(tmp_path, mo
     """The sensor's run reads the scans of the projects it names only when they moved (or their look is due):
     where a failed scan moves nothing GET /projects shows, the queued scan is still read again by id and
     settled, and no further run is asked for."""
-    from pipelines.resources import HistoryResource, ScanningServiceResource
-    from pipelines.sensors import scan_finished_sensor
+    from pipelines.defs.resources import HistoryResource, ScanningServiceResource
+    from pipelines.defs.sensors import scan_finished_sensor
     from simulator.testing import SimConfig, serve_simulator
 
     config = SimConfig(seed=11, scale="small", clock="driven", control=True, rate_limit=100000,
@@ -184,9 +184,9 @@ def test_the_sensors_run_settles_a_failed_scan_under_either_reading(tmp_path, mo
 
         (request,) = tick()
         assert request.tags["scanwatch/trigger"] == "scan_finished"
-        from pipelines.assets import ALL_ASSETS
-        from pipelines.jobs import project_refresh_job
-        from pipelines.resources import default_resources
+        from pipelines.defs.assets import ALL_ASSETS
+        from pipelines.defs.jobs import project_refresh_job
+        from pipelines.defs.resources import default_resources
 
         assert dg.materialize(ALL_ASSETS, selection=project_refresh_job.selection, resources=default_resources(),
                               instance=instance, partition_key="default", run_config=request.run_config).success

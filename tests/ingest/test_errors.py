@@ -82,7 +82,7 @@ def test_cli_sync_summary_and_one_line_failures(sim, env):
 
 
 def test_a_failed_sync_shows_on_the_snapshot_at_once(sim, env, monkeypatch):
-    from exporters.snapshot_format import read_snapshot
+    from pipelines.snapshot.format import read_snapshot
 
     assert run_sync().success
     snapshot = env.with_name("scanwatch-metrics.json")

@@ -71,7 +71,7 @@ def test_each_group_commits_its_issues_and_projects_are_marked_read_only_once_ev
                                                                                                  monkeypatch):
     """A merge stopped after its first group keeps that group's issues (the next sync finds them unchanged)
     and marks no project as read, so the next sync reads every project of the merge again."""
-    from pipelines import milestones
+    from pipelines.core import milestones
 
     monkeypatch.setattr(merge_module, "group_bytes", lambda conn: 2_000)
     rows = [_issue(n) for n in range(90)]

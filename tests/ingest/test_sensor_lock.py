@@ -10,8 +10,8 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from pipelines.resources import HistoryResource
-from pipelines.sensors import _pending
+from pipelines.defs.resources import HistoryResource
+from pipelines.defs.sensors import _pending
 from pipelines.storage import connect, merge_account
 from pipelines.storage.engines import duckdb_engine
 

@@ -21,8 +21,8 @@ def _queued_scan(sim, target_id: str, key: str) -> dict:
 
 
 def _sensor(sim, db, base_url: str | None = None):
-    from pipelines.resources import HistoryResource, ScanningServiceResource
-    from pipelines.sensors import scan_finished_sensor
+    from pipelines.defs.resources import HistoryResource, ScanningServiceResource
+    from pipelines.defs.sensors import scan_finished_sensor
 
     resources = {"scanning_service": ScanningServiceResource(base_url=base_url or sim.base_url, api_key=sim.api_key),
                  "history": HistoryResource(database=str(db))}
@@ -109,8 +109,8 @@ def test_the_sensor_says_why_in_one_line_when_the_service_refuses_and_never_rais
     site = sim.target_ids(kind="domain", verified=True)[0]
     _queued_scan(sim, site, "v-7")
     assert run_sync().success
-    from pipelines.resources import HistoryResource, ScanningServiceResource
-    from pipelines.sensors import scan_finished_sensor
+    from pipelines.defs.resources import HistoryResource, ScanningServiceResource
+    from pipelines.defs.sensors import scan_finished_sensor
 
     resources = {"scanning_service": ScanningServiceResource(base_url=sim.base_url, api_key="rst_revoked_or_wrong"),
                  "history": HistoryResource(database=str(env))}
@@ -122,8 +122,8 @@ def test_the_sensor_says_why_in_one_line_when_the_service_refuses_and_never_rais
 
 
 def test_scheduled_scans_do_not_wait_on_a_status_this_version_does_not_know(sim, env, monkeypatch):
-    from pipelines.resources import HistoryResource, ScanningServiceResource
-    from pipelines.scheduled_scans import scheduled_scans_job
+    from pipelines.defs.resources import HistoryResource, ScanningServiceResource
+    from pipelines.defs.scheduled_scans import scheduled_scans_job
 
     assert run_sync().success
     site = sim.target_ids(kind="domain", verified=True)[0]

@@ -1,10 +1,10 @@
-"""The vocabulary tables: written when the history's copy differs from pipelines/vocabulary.py, else left."""
+"""The vocabulary tables: written when the history's copy differs from pipelines/core/vocabulary.py, else left."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines import vocabulary
+from pipelines.core import vocabulary
 from pipelines.storage import db
 from pipelines.storage.reference import write_vocabulary
 

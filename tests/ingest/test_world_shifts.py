@@ -30,8 +30,8 @@ def _listed_open(sim) -> int:
 
 
 def _cookbook(db, name: str) -> list[dict]:
-    from pipelines import sqlfiles
-    from pipelines.read_only import execute_read_only
+    from pipelines.core import sqlfiles
+    from pipelines.storage.read_only import execute_read_only
 
     columns, rows = execute_read_only(db, sqlfiles.cookbook()[name].sql)
     return [dict(zip(columns, row, strict=True)) for row in rows]

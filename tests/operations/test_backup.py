@@ -99,7 +99,7 @@ def test_a_backup_of_a_newer_scanwatch_is_refused_and_nothing_is_written(sim, tm
     """A backup whose schema is newer than this scanwatch's is never restored: this version would then write it."""
     import duckdb
 
-    from pipelines.sqlfiles import read_sql
+    from pipelines.core.sqlfiles import read_sql
     from pipelines.storage.db import latest_version
 
     backup = tmp_path / "newer.duckdb"

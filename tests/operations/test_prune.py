@@ -57,8 +57,8 @@ def _write(db: str, sql: str, params: list) -> None:
 
 def _metrics(db: str) -> dict:
     """Every part of the metrics snapshot, as the exporter would serve it now."""
-    from pipelines.snapshot import build_parts
     from pipelines.storage.db import writer
+    from pipelines.sync.snapshot import build_parts
 
     now = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
     with writer(db) as conn:  # the snapshot writes the SLA policy it computes with

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pipelines.commands import roles
-from pipelines.history_location import HistoryLocation
+from pipelines.core.history_location import HistoryLocation
 
 WRITER, READER, GRAFANA = roles.WRITER, roles.READER, roles.GRAFANA
 

@@ -22,7 +22,7 @@ def main() -> int:
     parser.add_argument("--release", type=Path)
     args = parser.parse_args()
     if args.pause_at:
-        from pipelines import milestones
+        from pipelines.core import milestones
 
         wanted, _, nth = args.pause_at.partition(":")
         passages = [0]

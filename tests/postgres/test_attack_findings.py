@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 import pytest
 
 from pipelines.commands import roles
-from pipelines.read_only import execute_read_only
 from pipelines.storage import connect, merge_issues
+from pipelines.storage.read_only import execute_read_only
 from tests.benchmarks.test_merge_unchanged import _issue
 from tests.postgres.roles import WRITER, apply_roles, role_url
 
@@ -97,7 +97,7 @@ SUPERUSER_FILE_READ = ("SELECT set_config('role', 'none', false) AS r, query_to_
 
 
 def test_a_superuser_url_with_a_role_option_is_still_refused(history):
-    from pipelines.read_only import ReadRefused
+    from pipelines.storage.read_only import ReadRefused
     with pytest.raises(ReadRefused):
         execute_read_only(history["admin"] + SMUGGLED_ROLE, "SELECT current_user, session_user")
 
@@ -124,7 +124,7 @@ def test_a_reader_statement_cannot_raise_its_own_work_mem(pg_server, history):
     55 MB). hash_mem_multiplier can be raised the same way."""
     from tests.postgres.roles import READER
     url = role_url(pg_server, history["admin"], READER)
-    from pipelines.read_only import ReadRefused
+    from pipelines.storage.read_only import ReadRefused
 
     with pytest.raises(ReadRefused, match="permission denied for function set_config"):
         execute_read_only(url, "SELECT set_config('work_mem', '8GB', false) AS a, set_config('hash_mem_multiplier',"
@@ -178,7 +178,7 @@ def test_a_writer_url_with_an_empty_search_path_is_still_refused(pg_server, hist
     """BREAK (goal 3): the writer (owner of every table) is refused without --as-writer, but the same URL with
     `?options=-c search_path=nowhere` passes the door's role check (it finds the history's tables through the
     search path) and reads `public.issues` as the writer."""
-    from pipelines.read_only import ReadRefused
+    from pipelines.storage.read_only import ReadRefused
     url = role_url(pg_server, history["admin"], WRITER) + "?options=-c%20search_path%3Dnowhere"
     with pytest.raises(ReadRefused):
         execute_read_only(url, "SELECT current_user, count(*) FROM public.issues")

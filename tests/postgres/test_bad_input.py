@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import milestones
 from pipelines.commands.sync import _root_cause
+from pipelines.core import milestones
 from pipelines.storage import HistoryUnavailableError, connect
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import dump, failure, rows, sync_history
@@ -77,7 +77,7 @@ def test_a_history_that_cannot_be_opened_is_one_line_before_any_request(pg_serve
 def test_the_password_may_come_from_pgpassword_or_pgpass(pg_server, pg_database, tmp_path, monkeypatch):
     """libpq's own rules: scanwatch passes the URL without its password and libpq finds it, for the writer
     and for the reader alike; with neither, the line says where to put it."""
-    from pipelines.read_only import ReadRefused, execute_read_only
+    from pipelines.storage.read_only import ReadRefused, execute_read_only
 
     bare = pg_database.replace(f":{pg_server.password}@", "@")
     assert pg_server.password not in bare

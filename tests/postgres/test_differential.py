@@ -21,9 +21,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from exporters.snapshot_format import parse_snapshot
-from pipelines.snapshot import build_snapshot
+from pipelines.snapshot.format import parse_snapshot
 from pipelines.storage import connect
+from pipelines.sync.snapshot import build_snapshot
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import point_at
 from tests.history_dump import diff, dump_history
@@ -73,7 +73,7 @@ def world() -> Iterator[Any]:
 def sync(world: Any, db: str, monkeypatch: pytest.MonkeyPatch, *, full_reconcile: bool) -> None:
     """`scanwatch sync` of `world` into the history `db`: every asset (the snapshot's and the first sync's
     reconstruction included) and the history checks; the snapshot goes to the history's own store."""
-    from pipelines.materialize import materialize_all
+    from pipelines.commands.materialize import materialize_all
 
     point_at(monkeypatch, world, db)
     outcome = materialize_all(full_reconcile=full_reconcile)

@@ -22,9 +22,9 @@ import psycopg
 import pytest
 
 from pipelines.commands import roles
-from pipelines.read_only import ReadRefused, execute_read_only
 from pipelines.storage import connect, merge_issues
 from pipelines.storage.engines.sqltext import split, words
+from pipelines.storage.read_only import ReadRefused, execute_read_only
 from tests.backends import rows
 from tests.benchmarks.test_merge_unchanged import _issue
 from tests.postgres.roles import GRAFANA, READER, WRITER, apply_roles, role_url
@@ -327,8 +327,8 @@ def test_the_roles_command_prints_its_recipe_and_refuses_in_one_line(deployment)
 
 
 def test_the_notebook_api_creates_nothing_even_as_the_superuser(deployment):
-    """`pipelines.history.query` once created a table through the smuggling text: the same door, the same server."""
-    from pipelines import history
+    """`pipelines.commands.history.query` once created a table through the smuggling text: the same door, the same server."""
+    from pipelines.commands import history
 
     smuggled = "SELECT 1 AS 😀$a$; COMMIT; CREATE TABLE stolen AS SELECT 1; SELECT 2 AS 😀$a$"
     for as_writer in (False, True):

@@ -3,7 +3,7 @@ cause, never the caret (a lock-timeout line once ended in `^`)."""
 
 from __future__ import annotations
 
-from pipelines.history_location import HistoryLocation
+from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.engines.postgres_engine import _reason, describe_failure
 
 LOCATION = HistoryLocation.parse("postgresql://reader:s3cret-pass@127.0.0.1:5432/scanwatch")

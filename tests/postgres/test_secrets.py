@@ -20,8 +20,8 @@ import dagster as dg
 import pytest
 from dagster._serdes import serialize_value
 
-from pipelines.resources import default_resources
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
+from pipelines.defs.resources import default_resources
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import reader, sync_history
 from tests.reliability.test_secrets import every_log_record
@@ -197,7 +197,7 @@ def test_a_password_with_url_characters_appears_nowhere(pg_server, pg_database, 
         texts += [repr(event) for event in failed.all_events]
     # libpq's own reading of an unencoded '@', past the check that refuses it: the host it fails to resolve is
     # a piece of the password, and the line says so without it.
-    from pipelines.history_location import HistoryLocation
+    from pipelines.core.history_location import HistoryLocation
     from pipelines.storage import HistoryUnavailableError
     from pipelines.storage.engines.postgres_engine import POSTGRES
 

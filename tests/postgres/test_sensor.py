@@ -11,8 +11,8 @@ from tests.ingest.conftest import Oracle
 
 
 def test_the_sensor_asks_for_the_refresh_of_a_finished_scan_from_a_postgresql_history(pg_database, monkeypatch):
-    from pipelines.resources import HistoryResource, ScanningServiceResource
-    from pipelines.sensors import scan_finished_sensor
+    from pipelines.defs.resources import HistoryResource, ScanningServiceResource
+    from pipelines.defs.sensors import scan_finished_sensor
 
     config = SimConfig(seed=11, scale="small", clock="driven", control=True, rate_limit=100000)
     with serve_simulator(config) as sim:

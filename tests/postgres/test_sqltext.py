@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.sqlfiles import read_sql, sql_dir
+from pipelines.core.sqlfiles import read_sql, sql_dir
 from pipelines.storage.engines.sqltext import UnterminatedError, split, to_pyformat, words
 
 

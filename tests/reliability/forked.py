@@ -75,7 +75,7 @@ class SyncForker:
     `libraries_only`: the server imports the libraries scanwatch uses (Dagster, DuckDB, httpx, psycopg,
     prometheus-client) and none of scanwatch itself, so that each child imports scanwatch under its own
     environment, as a process started from scratch does (the followed workspaces, for one, are read when
-    `pipelines.partitions` is imported)."""
+    `pipelines.defs.partitions` is imported)."""
 
     def __init__(self, *, libraries_only: bool = False) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.reliability.forked",
@@ -185,8 +185,8 @@ def _child(request: dict[str, Any]) -> None:
         os.environ.update(request["env"])
         os.chdir(request.get("cwd") or ROOT)
         sys.argv = ["scanwatch", *request["args"]]
-        from pipelines import milestones
         from pipelines.cli import main
+        from pipelines.core import milestones
         from tests.reliability.kill_at import kill_at
 
         log = os.open(work / "milestones", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -211,7 +211,7 @@ def _status(raw: int) -> int:
 
 
 # What the server imports before any fork: everything a sync imports, or (`--libraries-only`) the libraries alone.
-SCANWATCH = ("pipelines.cli", "pipelines.definitions", "pipelines.materialize")
+SCANWATCH = ("pipelines.cli", "pipelines.definitions", "pipelines.commands.materialize")
 LIBRARIES = ("dagster", "duckdb", "httpx", "psycopg", "prometheus_client", "sqlalchemy")
 
 

@@ -88,7 +88,7 @@ def sync_env(sim, db: Path, **extra: str) -> Iterator[None]:
 
 def sync_in_process(sim, db: Path, **kw):
     """One `materialize_all()` (the code `scanwatch sync` runs) against `sim` into `db`."""
-    from pipelines.materialize import materialize_all
+    from pipelines.commands.materialize import materialize_all
 
     with sync_env(sim, db):
         return materialize_all(**kw)

@@ -11,8 +11,8 @@ import signal
 import sys
 import threading
 
-from pipelines import milestones
 from pipelines.cli import main
+from pipelines.core import milestones
 
 
 def kill_at(spec: str) -> None:

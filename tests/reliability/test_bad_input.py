@@ -78,7 +78,7 @@ PLAN_GATE = [("free", "Free plan"), ("trial_ended", "trial")]
 def test_settings_the_service_or_the_network_refuse_are_one_line(world, variable, value, expected):
     before = dump(world.db)
     with sync_env(world, world.db, **{variable: value}):
-        from pipelines.materialize import materialize_all
+        from pipelines.commands.materialize import materialize_all
 
         outcome = materialize_all()
     assert not outcome.success
@@ -190,7 +190,7 @@ def test_a_page_with_wrong_types_or_missing_fields_is_stored_with_warnings(tmp_p
     db = tmp_path / "history.duckdb"
     with serve_simulator(SimConfig(seed=61, scale="small", clock="driven", control=True, rate_limit=100000)) as sim, \
             rewriting_proxy(sim.base_url, _wrong_types) as proxied, sync_env(sim, db, SCANWATCH_BASE_URL=proxied):
-        from pipelines.materialize import materialize_all
+        from pipelines.commands.materialize import materialize_all
 
         outcome = materialize_all()
     assert outcome.success, _root_cause(outcome.error)
@@ -211,7 +211,7 @@ def test_a_page_the_client_cannot_use_fails_in_one_line_and_keeps_the_history(wo
 
     before = dump(world.db)
     with rewriting_proxy(world.base_url, no_ids) as proxied, sync_env(world, world.db, SCANWATCH_BASE_URL=proxied):
-        from pipelines.materialize import materialize_all
+        from pipelines.commands.materialize import materialize_all
 
         outcome = materialize_all()
     assert not outcome.success
@@ -233,7 +233,7 @@ def test_a_huge_page_is_stored_whole(tmp_path):
     db = tmp_path / "history.duckdb"
     with serve_simulator(SimConfig(seed=67, scale="small", clock="driven", control=True, rate_limit=100000)) as sim, \
             rewriting_proxy(sim.base_url, huge) as proxied, sync_env(sim, db, SCANWATCH_BASE_URL=proxied):
-        from pipelines.materialize import materialize_all
+        from pipelines.commands.materialize import materialize_all
 
         outcome = materialize_all()
     assert outcome.success, _root_cause(outcome.error)

@@ -159,7 +159,7 @@ def test_two_syncs_started_at_once_both_finish_and_corrupt_nothing(tmp_path, fig
             figures["concurrency: simultaneous syncs refused in one line"] += 1
     assert any(code == 0 for code, _, _ in results), results
     assert diff(dump(db), want) == {}
-    from exporters.snapshot_format import read_snapshot
+    from pipelines.snapshot.format import read_snapshot
 
     read_snapshot(db.with_name("scanwatch-metrics.json"))
 

@@ -29,9 +29,9 @@ from typing import Any
 
 import pytest
 
-from exporters.snapshot_format import parse_snapshot
 from exporters.source import SnapshotSource
-from pipelines import milestones
+from pipelines.core import milestones
+from pipelines.snapshot.format import parse_snapshot
 from simulator.testing import SimConfig, serve_simulator
 from tests.reliability.forked import SyncForker
 from tests.reliability.harness import ROOT, Dump, checked_sync, diff, dump, service_env, sync_in_process

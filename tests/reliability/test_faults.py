@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from exporters.snapshot_format import read_snapshot
 from pipelines.commands.sync import _root_cause
+from pipelines.snapshot.format import read_snapshot
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import ENGINES, is_postgres
 from tests.history_dump import RUN_RECORDS, SNAPSHOT_TABLES
@@ -122,9 +122,9 @@ def assert_snapshot_readable(db: Path | str) -> None:
         if snapshot.exists():
             read_snapshot(snapshot)  # every part of the folder
         return
-    from exporters.snapshot_database import PolledStore
     from exporters.source import SnapshotSource
-    from pipelines.history_location import HistoryLocation
+    from pipelines.core.history_location import HistoryLocation
+    from pipelines.snapshot.database import PolledStore
 
     store = PolledStore(HistoryLocation.parse(str(db)), poll_seconds=3600)
     try:
@@ -211,7 +211,7 @@ def _matrix() -> list:
 def test_fault_mix_leaves_the_tables_of_a_clean_sync(seed, mix, engine, tmp_path_factory, history_on, figures,
                                                      notes):
     """Mutation that fails `3-lists_always_503-postgres` (the DuckDB cases pass): the PostgreSQL snapshot store
-    writing each part cut in half (`exporters/snapshot_database.py`), so the part a failed run rebuilds to
+    writing each part cut in half (`pipelines/snapshot/database.py`), so the part a failed run rebuilds to
     show its failure is unreadable."""
     faulty_scenario(seed, (MIXES | FAILING)[mix], tmp_path_factory.mktemp(f"f{seed}{mix}"), figures, notes,
                     db=history_on(engine, f"f{seed}{mix}"))

@@ -18,8 +18,8 @@ from pathlib import Path
 import duckdb
 import httpx
 
-from pipelines.materialize import materialize_all
-from pipelines.resources import ScanningServiceResource
+from pipelines.commands.materialize import materialize_all
+from pipelines.defs.resources import ScanningServiceResource
 from simulator.testing import SimConfig, serve_simulator
 from tests.reliability.harness import cli, service_env, sync_env
 

@@ -26,7 +26,7 @@ def test_a_scan_in_an_unknown_status_is_stored_warned_and_not_re_read_every_sync
 
     with serve_simulator(SimConfig(seed=89, scale="small", clock="driven", control=True, rate_limit=100000)) as sim, \
             rewriting_proxy(sim.base_url, cancel_some) as proxied, sync_env(sim, db, SCANWATCH_BASE_URL=proxied):
-        from pipelines.materialize import materialize_all
+        from pipelines.commands.materialize import materialize_all
 
         assert materialize_all().success
         assert changed

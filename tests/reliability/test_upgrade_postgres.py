@@ -28,7 +28,7 @@ FILLERS = {"character varying": "'x'", "text": "'x'", "integer": "1", "bigint": 
            "jsonb": "'{}'", "date": "DATE '2026-01-02'", "timestamp with time zone": "'2026-01-02 03:04:05+00'",
            "timestamp without time zone": "'2026-01-02 03:04:05'", "array": "'{x}'"}
 # Not history: the record of applied migrations (which the upgrade appends to; a row made up there would be a
-# version), the vocabulary's projection, rewritten from pipelines/vocabulary.py by every writer, and the digest
+# version), the vocabulary's projection, rewritten from pipelines/core/vocabulary.py by every writer, and the digest
 # of the views layer, rewritten whenever the writer recreates the views.
 RECORD = "schema_migrations"
 REWRITTEN = frozenset({RECORD, "severities", "issue_statuses", "scan_statuses", "view_layer"})

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from pipelines.history_location import HistoryLocation
-from pipelines.resources import HistoryResource, default_resources
-from pipelines.settings import ConfigError, Settings
+from pipelines.core.history_location import HistoryLocation
+from pipelines.core.settings import ConfigError, Settings
+from pipelines.defs.resources import HistoryResource, default_resources
 
 SECRET = "s3cr%40t:pw"  # percent-encoded '@' inside, a ':' too
 URL = f"postgresql://scanwatch:{SECRET}@db.internal:5433/history?sslmode=require&password=other"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pipelines.api import ScanningClient
-from pipelines.credentials import mask_key
-from pipelines.resources import ScanningServiceResource, default_resources
-from pipelines.settings import ConfigError, Settings
+from pipelines.core.credentials import mask_key
+from pipelines.core.settings import ConfigError, Settings
+from pipelines.defs.resources import ScanningServiceResource, default_resources
 
 KEY = "rst_" + "a1" * 20
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pipelines.settings import ConfigError, Settings
+from pipelines.core.settings import ConfigError, Settings
 
 A, B = "rst_" + "a" * 40, "rst_" + "b" * 40
 ENV = {"SCANWATCH_BASE_URL": "http://sim.example/v1", "KEY_A": A, "KEY_B": B}

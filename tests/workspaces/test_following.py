@@ -9,8 +9,8 @@ import datetime
 import dagster as dg
 import pytest
 
-from pipelines.partitions import WORKSPACES
-from pipelines.settings import ConfigError, Settings
+from pipelines.core.settings import ConfigError, Settings
+from pipelines.defs.partitions import WORKSPACES
 
 A, B, C = "rst_" + "a" * 40, "rst_" + "b" * 40, "rst_" + "c" * 40
 
@@ -36,7 +36,7 @@ def followed(tmp_path, monkeypatch):
 
 
 def _tick(instance: dg.DagsterInstance):
-    from pipelines.sensors import workspaces_sensor
+    from pipelines.defs.sensors import workspaces_sensor
 
     with dg.build_sensor_context(instance=instance) as context:
         result = workspaces_sensor(context)

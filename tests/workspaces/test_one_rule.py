@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from pipelines import sqlfiles
 from pipelines.backfill import tsdb
-from pipelines.read_only import execute_read_only
-from pipelines.snapshot import build_snapshot
+from pipelines.core import sqlfiles
 from pipelines.storage import connect
+from pipelines.storage.read_only import execute_read_only
+from pipelines.sync.snapshot import build_snapshot
 from tests.backfill.handmade import FIRST_SYNC, at, history
 
 ISSUES = [("i1", "p", "high", "open", at(-30), None), ("i2", "p", "high", "open", at(-20), None),

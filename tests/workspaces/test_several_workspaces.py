@@ -197,9 +197,9 @@ AUTOMATION = """
 import json, datetime
 import dagster as dg
 from pipelines.definitions import defs
-from pipelines.resources import default_resources
-from pipelines.sensors import scan_finished_sensor
-from pipelines.partitions import WORKSPACES
+from pipelines.defs.resources import default_resources
+from pipelines.defs.sensors import scan_finished_sensor
+from pipelines.defs.partitions import WORKSPACES
 
 schedule = next(s for s in defs.schedules if s.name == "refresh_schedule")
 when = datetime.datetime(2026, 11, 1, 12, 15, tzinfo=datetime.UTC)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipelines.history_location import HistoryLocation
+from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.engines.base import Capabilities, Connection, Engine, HistoryUnavailableError
 from pipelines.storage.engines.duckdb_engine import DUCKDB, HistoryLockedError
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.history_location import HistoryLocation
+from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.engines.sqltext import Statement
 from pipelines.storage.stage import NDJSON, StageFile, StageFormat
 

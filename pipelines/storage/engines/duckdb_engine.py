@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from pipelines.history_location import HistoryLocation
+from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.engines.base import Capabilities, Connection, Engine
 from pipelines.storage.engines.sqltext import Statement
 from pipelines.storage.stage import NDJSON, StageFile

@@ -25,8 +25,8 @@ import psycopg
 import psycopg.types.string
 from psycopg import conninfo, errors
 
-from pipelines.history_location import HistoryLocation
-from pipelines.sqlfiles import read_sql
+from pipelines.core.history_location import HistoryLocation
+from pipelines.core.sqlfiles import read_sql
 from pipelines.storage.engines import deadline
 from pipelines.storage.engines.base import Capabilities, Connection, Engine, HistoryUnavailableError
 from pipelines.storage.engines.sqltext import Statement, split, to_pyformat

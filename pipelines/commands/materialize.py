@@ -1,0 +1,251 @@
+"""Run every asset once in-process, as the schedules would, and gather what the CLI reports.
+
+One Dagster run per followed workspace (its partition), several at once: each key has its own rate-limit
+budget, so K workspaces take about as long as the slowest one; their merges take DuckDB's writer in turn.
+Without `DAGSTER_HOME` the runs share this process: a few threads, each taking the next workspace when its
+run ends, each with one ephemeral instance for all its runs, a run forgotten once its outcome is read, so
+memory stays flat in the number of workspaces. With it, each run is a process of its own recording into
+that instance, as the schedules' runs do: in-process runs sharing its SQLite storage from several threads
+were seen to deadlock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import multiprocessing.queues
+import os
+import queue
+import signal
+import sys
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+from pipelines.defs.assets import ALL_ASSETS
+from pipelines.defs.checks import history_checks
+from pipelines.defs.jobs import sync_job
+from pipelines.defs.partitions import register
+from pipelines.defs.resources import default_resources
+
+# With DAGSTER_HOME each run is a process holding its own Dagster and DuckDB (about 250 MB): at most this many
+# at once, so a workspace waits for a process only behind 8 others still running.
+MAX_RUN_PROCESSES = 8
+# Without it, runs are threads of this process: at most this many at once. A run of an unchanged workspace is
+# mostly this process's own CPU (Dagster's events, the merges), which more threads would only share; a
+# thousand threads, one per workspace, held a thousand runs' state at once (742 MiB for 200 workspaces).
+MAX_RUN_THREADS = 8
+
+
+@dataclass
+class Outcome:
+    success: bool
+    metadata: dict[str, dict] = field(default_factory=dict)
+    failed_step: str | None = None
+    error: object | None = None
+    failed_checks: list[str] = field(default_factory=list)
+    run_id: str | None = None
+    warnings: list[str] = field(default_factory=list)  # what the assets logged as warnings
+    workspace: str | None = None
+    parts: list[Outcome] = field(default_factory=list)  # one per workspace when several were synced
+
+    @classmethod
+    def combine(cls, parts: list[Outcome]) -> Outcome:
+        if len(parts) == 1:
+            return parts[0]
+        failed = [p for p in parts if not p.success]
+        return cls(
+            success=not failed, parts=parts,
+            metadata={f"{p.workspace}/{asset}": meta for p in parts for asset, meta in p.metadata.items()},
+            failed_step=f"{failed[0].workspace}/{failed[0].failed_step}" if failed else None,
+            error=failed[0].error if failed else None,
+            failed_checks=[f"{p.workspace}/{c}" for p in parts for c in p.failed_checks],
+            warnings=[f"{p.workspace}: {w}" for p in parts for w in p.warnings],
+        )
+
+
+def _value(v: object) -> object:
+    return getattr(v, "value", v)
+
+
+def materialize_all(*, workspace: str | None = None, full_reconcile: bool = False,
+                    console_level: str = "WARNING") -> Outcome:
+    """One run of every asset and check per workspace (all followed ones, or the one named), at once.
+    `console_level` is Dagster's console logger threshold: the CLI raises it to CRITICAL, because Dagster
+    logs a failed step as ERROR with its whole stack trace, and prints the assets' warnings
+    (`Outcome.warnings`) and the one-line reason itself."""
+    from pipelines.core.settings import Settings
+
+    names = [workspace] if workspace else Settings.load().workspace_names
+    if len(names) == 1:
+        # In the main thread, where Ctrl-C lands in the run itself.
+        return _materialize_workspace(names[0], full_reconcile, console_level)
+    if os.environ.get("DAGSTER_HOME"):
+        return Outcome.combine(_in_processes(names, full_reconcile, console_level))
+    # Dagster's compute-log capture swaps file descriptors 1 and 2 for each step and puts back what it
+    # found; steps of concurrent runs interleave, so the last one may "restore" another's capture file.
+    # The terminal's descriptors are put back here, whatever order the runs ended in.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    try:
+        parts = _in_threads(names, full_reconcile, console_level)
+    finally:
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
+    return Outcome.combine(parts)
+
+
+def _in_threads(names: list[str], full_reconcile: bool, console_level: str) -> list[Outcome]:
+    """At most MAX_RUN_THREADS runs at once, each thread taking the next workspace when its run ends, on one
+    ephemeral instance per thread (created and closed in that thread: see `_materialize_workspace`). Ctrl-C
+    stops the threads from starting another run; the runs under way end as they would."""
+    todo: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
+    for item in enumerate(names):
+        todo.put(item)
+    parts: list[Outcome | None] = [None] * len(names)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            with dg.DagsterInstance.ephemeral() as instance:
+                while not stop.is_set():
+                    try:
+                        index, name = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    parts[index] = _materialize_in(instance, name, full_reconcile, console_level, forget=True)
+        except BaseException as exc:  # re-raised in the calling thread, as a pool's map would
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=work, name=f"scanwatch-sync-{n}")
+               for n in range(min(len(names), MAX_RUN_THREADS))]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except KeyboardInterrupt:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        raise
+    if errors:
+        raise errors[0]
+    return [part for part in parts if part is not None]
+
+
+_progress = logging.getLogger("scanwatch.progress")
+
+
+def show_progress() -> None:
+    """The assets' progress lines (`scanwatch.progress`) on stderr, indented under the command's own lines."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("  %(message)s"))
+    _progress.addHandler(handler)
+    _progress.setLevel(logging.INFO)
+
+
+def _in_processes(names: list[str], full_reconcile: bool, console_level: str) -> list[Outcome]:
+    """A process per run: they overlap like the threads, and each records into the instance as a run launched
+    by the daemon would. Each run process leads a session of its own, so Ctrl-C reaches this command alone
+    (in the terminal's process group it also reached the helpers Dagster starts per step, which printed a
+    traceback each); this command then interrupts every run, and waits for their outcomes."""
+    _create_storage(names)
+    # Never fork this process (it runs threads): a fork server, started clean, imports Dagster and the
+    # assets once and forks each run from there, instead of every run importing them again.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["pipelines.commands.materialize"])
+    progress = _progress.isEnabledFor(logging.INFO) and bool(_progress.handlers)
+    pids = context.SimpleQueue()
+    with ProcessPoolExecutor(max_workers=min(len(names), MAX_RUN_PROCESSES), mp_context=context,
+                             initializer=_child_started, initargs=(progress, pids)) as pool:
+        futures = [pool.submit(_materialize_workspace, name, full_reconcile, console_level) for name in names]
+        try:
+            return [future.result() for future in futures]
+        except KeyboardInterrupt:
+            while not pids.empty():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pids.get(), signal.SIGINT)
+            return [future.result() for future in futures if not future.cancel()]
+
+
+def _create_storage(names: list[str]) -> None:
+    """Create the instance's SQLite storage here, once: runs starting in several processes on a new
+    `DAGSTER_HOME` would each create its tables at once and fail ("table runs already exists")."""
+    with dg.DagsterInstance.get() as instance:
+        instance.get_runs(limit=1)
+        _ = instance.event_log_storage, instance.schedule_storage
+        register(instance, names)  # nor would they add the workspaces' partitions at once
+
+
+def _child_started(progress: bool, pids: multiprocessing.queues.SimpleQueue) -> None:
+    os.setsid()
+    pids.put(os.getpid())
+    if progress:
+        show_progress()
+
+
+def _instance() -> dg.DagsterInstance:
+    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+
+
+def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: str) -> Outcome:
+    # Closed here, in the thread that opened it: an ephemeral instance keeps its events in an in-memory SQLite
+    # database, and one left to the garbage collector is closed from whichever thread collects it, where
+    # SQLAlchemy prints a traceback per connection ("SQLite objects created in a thread can only be used in
+    # that same thread"): 6 of them for a mix of failing and healthy workspaces, 15 for 50 workspaces.
+    with _instance() as instance:
+        return _materialize_in(instance, workspace, full_reconcile, console_level)
+
+
+def _sync_job() -> dg.JobDefinition:
+    """`sync_job` bound to the assets, checks and resources, as a deployment runs it: a CLI sync appears in
+    Dagster's run list under that name (tagged `scanwatch/trigger=cli`), not as `__ephemeral_asset_job__`."""
+    defs = dg.Definitions(assets=ALL_ASSETS, asset_checks=history_checks, jobs=[sync_job],
+                          resources=default_resources(), executor=dg.in_process_executor)
+    return defs.resolve_job_def(sync_job.name)
+
+
+def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile: bool,
+                    console_level: str, *, forget: bool = False) -> Outcome:
+    """`forget`: delete the run from the (ephemeral) instance once its outcome is read, so an instance that
+    serves many runs in turn holds none of their events."""
+    register(instance, [workspace])
+    run_config = {
+        "ops": {"issues": {"config": {"full_reconcile": full_reconcile}},
+                "scans": {"config": {"all_projects": full_reconcile}}},
+        "loggers": {"console": {"config": {"log_level": console_level}}},
+    }
+    result = _sync_job().execute_in_process(
+        run_config=run_config, instance=instance, raise_on_error=False, tags={"scanwatch/trigger": "cli"},
+        partition_key=workspace,
+    )
+    outcome = Outcome(success=result.success, run_id=result.run_id, workspace=workspace)
+    # Warnings only: Dagster's own ERROR lines ("Dependencies for step ... Not executing") repeat the failure.
+    outcome.warnings = [entry.user_message for entry in instance.all_logs(result.run_id)
+                        if entry.dagster_event is None and logging.WARNING <= entry.level < logging.ERROR]
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        outcome.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
+    for event in result.get_step_failure_events():
+        outcome.failed_step = event.step_key
+        outcome.error = event.step_failure_data.error
+        break
+    if not result.success:  # Dagster skips the snapshot after a failed asset: its part shows the failure now
+        from pipelines.sync.snapshot import refresh_after_failure
+
+        refresh_after_failure(None, workspace)
+    for event in result.all_events:
+        data = getattr(event, "event_specific_data", None)
+        if event.event_type_value == "ASSET_CHECK_EVALUATION" and not data.passed:
+            outcome.failed_checks.append(data.check_name)
+    if forget:
+        instance.delete_run(result.run_id)
+    return outcome

@@ -1,0 +1,51 @@
+"""The metrics snapshot the exporter serves: one part per workspace."""
+
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.backfill.reconstruct import reconstruct
+from pipelines.defs.assets.step import partition_workspace, sync_step
+from pipelines.defs.partitions import WORKSPACES
+from pipelines.defs.resources import HistoryResource, ScanningServiceResource
+from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, CRITICAL_NEW_LIMIT
+from pipelines.sync.snapshot import refresh_snapshot
+
+
+class SnapshotConfig(dg.Config):
+    path: str = ""  # default: SCANWATCH_SNAPSHOT, else a folder beside the database
+    sla_days: dict[str, int] = {}  # per severity; unnamed ones come from SCANWATCH_SLA_DAYS or 7/30/90/180
+    critical_info_limit: int = CRITICAL_INFO_LIMIT  # per workspace, bound on the info series of open critical issues
+    critical_new_limit: int = CRITICAL_NEW_LIMIT  # per workspace, bound on the issues the new-critical alert names
+
+
+@dg.asset(group_name="exporter", kinds={"duckdb", "prometheus"}, partitions_def=WORKSPACES,
+          deps=["account", "projects", "targets", "scans", "issues"], pool="duckdb")
+def metrics_snapshot(
+    context: dg.AssetExecutionContext, config: SnapshotConfig, history: HistoryResource,
+    scanning_service: ScanningServiceResource,
+) -> dg.MaterializeResult:
+    """The workspace's part of the metrics snapshot: its aggregates, computed by the history's database from
+    its rows only and replaced atomically: a JSON file in the snapshot's folder beside a DuckDB history, or
+    its row of a PostgreSQL history's `snapshot_parts` table (so run pods and the exporter share no disk).
+    The exporter serves every workspace's part together, never the history's tables, so a scrape never waits
+    for a sync and never takes DuckDB's lock; a workspace's run costs what that workspace holds, whatever the
+    others hold. Its run is recorded once the part is in place (a write that fails is recorded as a failure):
+    the part carries this sync's other assets and this asset's previous run.
+
+    At the end of a workspace's first sync it also reconstructs the days before it from the scans and issues
+    just read (`scanwatch backfill`), after the part is written: the snapshot reads none of what the
+    reconstruction writes, so a reconstruction that fails never holds back the workspace's fresh metrics."""
+    with sync_step(context, "metrics_snapshot", history, scanning_service, partition_workspace(context),
+                   reads_service=False) as step, step.db(keep=True) as conn:
+        part = refresh_snapshot(conn, workspace_id=step.workspace_id, label=step.label,
+                                path=Path(config.path) if config.path else None, now=step.now,
+                                sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
+                                critical_new_limit=config.critical_new_limit)
+        rebuilt = reconstruct(conn, now=step.now, only_new=True)
+        for result in rebuilt:
+            context.log.info("reconstructed the past of %s", result.describe())
+    where = dg.MetadataValue.text(part.location) if conn.engine.name == "postgres" else \
+        dg.MetadataValue.path(part.location)
+    return dg.MaterializeResult(metadata={"path": where, "bytes": part.bytes, "parts_written": part.parts,
+                                          "workspaces_reconstructed": len(rebuilt), **step.metadata})

@@ -1,0 +1,40 @@
+"""Asset checks on the history: invariants that, if broken, mean a merge went wrong or the service changed."""
+
+import dagster as dg
+
+from pipelines.core.sqlfiles import read_sql
+from pipelines.defs.resources import HistoryResource
+
+# name -> (asset, description); the rows breaking it are counted by the column NAME of sql/checks/ASSET.sql.
+_CHECKS: dict[str, tuple[str, str]] = {
+    "issue_ids_unique": ("issues", "One row per issue id."),
+    "scan_ids_unique": ("scans", "One row per scan id."),
+    "fixed_exactly_when_fixed_at": ("issues", "An issue is `fixed` exactly when `fixed_at` is set."),
+    "last_seen_not_before_first_seen": ("issues", "`last_seen_at >= first_seen_at` for every issue."),
+    "issue_targets_exist": ("issues", "Every issue's target is in `targets`."),
+    "no_issues_of_unverified_targets": (
+        "issues", "No issue row was read while its target was unproved (the service hides those issues)."),
+}
+
+
+@dg.multi_asset_check(
+    specs=[dg.AssetCheckSpec(name, asset=asset, description=description, blocking=False)
+           for name, (asset, description) in _CHECKS.items()],
+    can_subset=True, pool="duckdb", name="history_checks",
+)
+def _history_checks(context: dg.AssetCheckExecutionContext, history: HistoryResource):
+    """Every selected check in one step and on one connection, and the checks of one table in one pass over
+    it: a step or a DuckDB open apiece cost far more than the queries, and a pass apiece over the issues
+    most of the checks' time on PostgreSQL."""
+    selected = {key.name for key in context.selected_asset_check_keys}
+    with history.get_connection() as conn:
+        for asset in dict.fromkeys(asset for name, (asset, _) in _CHECKS.items() if name in selected):
+            cursor = conn.execute(read_sql(f"checks/{asset}.sql"))
+            counts = dict(zip((column[0] for column in cursor.description), cursor.fetchall()[0], strict=True))
+            for name in (name for name, (of, _) in _CHECKS.items() if of == asset and name in selected):
+                bad = int(counts[name] or 0)
+                yield dg.AssetCheckResult(asset_key=asset, check_name=name, passed=bad == 0,
+                                          metadata={"offending_rows": bad})
+
+
+history_checks = [_history_checks]
