@@ -52,7 +52,7 @@ def _child(kind: str, db: str, step: str | None) -> dict:
     else:
         from pipelines.backfill.tsdb import Plan, backfill
         from pipelines.commands.backfill_prometheus import duration
-        from pipelines.commands.demo_files import rule_files
+        from pipelines.core.package_files import rule_files
 
         with tempfile.TemporaryDirectory() as tmp:
             plan = Plan(data_dir=Path(tmp) / "data", step=duration(step or "1d"),

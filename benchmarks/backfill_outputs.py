@@ -31,7 +31,7 @@ OUT_OF_ORDER = "global: {}\nstorage:\n  tsdb:\n    out_of_order_time_window: 800
 def _child(output: str, db: str, url: str) -> dict:
     from pipelines.backfill.remote import RemoteWriteSink, VictoriaMetricsSink, query_base
     from pipelines.backfill.tsdb import Plan, backfill
-    from pipelines.commands.demo_files import rule_files
+    from pipelines.core.package_files import rule_files
     from pipelines.storage.db import connect
 
     conn = connect(db)

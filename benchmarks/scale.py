@@ -90,7 +90,7 @@ def _scrapes(snapshot: Path, n: int = 200) -> dict:
     import subprocess
 
     from benchmarks.scrape import _free_port, _percentiles, _scrape, first_answer
-    from pipelines.commands.processes import stop_process
+    from pipelines.core.processes import stop_process
 
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "exporter", "--port", str(port)],

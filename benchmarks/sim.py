@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from pipelines.commands.processes import stop_process
+from pipelines.core.processes import stop_process
 
 
 class SimProcess:

@@ -47,7 +47,7 @@ def _exporter_start() -> float:
     from pathlib import Path
 
     from benchmarks.scrape import _free_port
-    from pipelines.commands.processes import stop_process
+    from pipelines.core.processes import stop_process
 
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="scanwatch-startup-") as tmp:

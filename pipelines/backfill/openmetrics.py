@@ -63,7 +63,7 @@ def recording_rules(files: list[Path]) -> list[tuple[str, str, dict[str, str]]]:
 def rule_pasts(rules: Iterable[tuple[str, str, dict]] | None = None) -> dict[str, RulePast]:
     """The catalogue's rule series, read from the shipped recording rules (or `rules`: (record, expr, labels))."""
     if rules is None:
-        from pipelines.commands.demo_files import rule_files
+        from pipelines.core.package_files import rule_files
 
         rules = recording_rules(rule_files())
     exprs = {record: expr for record, expr, _ in rules}

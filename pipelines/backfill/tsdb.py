@@ -224,7 +224,7 @@ def _free_port() -> int:
 @contextmanager
 def scratch_prometheus(binary: str, data_dir: Path, work: Path) -> Iterator[str]:
     """A Prometheus that serves `data_dir` (the new blocks only) and scrapes nothing; stopped on exit."""
-    from pipelines.commands.processes import stop_process
+    from pipelines.core.processes import stop_process
 
     config = work / "prometheus.yml"
     config.write_text("global: {}\n", encoding="utf-8")

@@ -168,7 +168,7 @@ def _sink(args: argparse.Namespace) -> Sink:
 def run(args: argparse.Namespace) -> int:
     from pipelines.backfill.tsdb import BackfillError, Plan, backfill, check_data_dir
     from pipelines.commands.backfill import open_history
-    from pipelines.commands.demo_files import rule_files, scrape_job_name
+    from pipelines.core.package_files import rule_files, scrape_job_name
 
     mismatch = _output(args)
     if mismatch:

@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.commands.demo_files import project_file
+from pipelines.core.package_files import project_file
 
 DEFAULT_PROMETHEUS_URL = "http://localhost:9090"
 DATASOURCE = Path("grafana/provisioning/datasources/scanwatch.yml")

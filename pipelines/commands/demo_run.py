@@ -20,15 +20,15 @@ import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
-from pipelines.commands.demo_files import (
+from pipelines.core.credentials import mask_key
+from pipelines.core.package_files import (
     DemoDirs,
     DemoSetupError,
     instance_initialised,
     prepare,
     write_prometheus_config,
 )
-from pipelines.commands.processes import Child, ChildFailed, Children, http_status, port_in_use, wait_until
-from pipelines.core.credentials import mask_key
+from pipelines.core.processes import Child, ChildFailed, Children, http_status, port_in_use, wait_until
 
 DEMO_REFRESH_CRON = "*/2 * * * *"
 DEMO_SCANS_EVERY_MINUTES = 5

@@ -21,11 +21,11 @@ from pipelines.api import (
 from pipelines.core.settings import ConfigError, Settings
 from pipelines.core.sqlfiles import read_sql
 from pipelines.core.vocabulary import UNFINISHED_SCAN_STATUSES
-from pipelines.defs.assets.step import current_workspace
 from pipelines.defs.jobs import project_refresh_job
 from pipelines.defs.partitions import WORKSPACES, followed_workspaces, partition_changes
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
 from pipelines.storage import HistoryLockedError, HistoryUnavailableError, reader
+from pipelines.storage.workspaces import current_workspace
 
 MAX_POLLS_PER_TICK = 20  # bounded: the sensor must not eat the rate limit the schedules need
 # Dagster stops a sensor tick at 60 s. Every workspace is polled at once, each within this budget (its

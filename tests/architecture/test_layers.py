@@ -18,25 +18,19 @@ ROOT = Path(__file__).resolve().parents[2]
 # Lowest first. A module is named, or falls under a package named with `.*` (`pipelines.api.*`); a new
 # module must be placed here, so where it stands is a decision, not an accident.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("pipelines", "pipelines.core.credentials", "pipelines.core.settings", "pipelines.core.workspaces_file",
-              "pipelines.core.vocabulary", "pipelines.core.sqlfiles", "pipelines.core.text", "pipelines.core.milestones",
-              "pipelines.core.scan_budget", "pipelines.snapshot.format", "pipelines.snapshot.store",
-              "pipelines.snapshot.database", "pipelines.snapshot.catalogue",
-              "pipelines.snapshot.labels", "pipelines.core.history_location",
-              "exporters.families")),
+    # the snapshot contract: what the pipeline writes and the exporter reads, standing on nothing of either
+    ("snapshot", ("pipelines", "pipelines.snapshot", "pipelines.snapshot.*")),
+    ("core", ("pipelines.core", "pipelines.core.*")),
     ("api", ("pipelines.api", "pipelines.api.*")),
-    ("storage", ("pipelines.storage", "pipelines.storage.*", "pipelines.backfill",
-                 "pipelines.backfill.reconstruct", "pipelines.storage.workspace_scope", "pipelines.storage.read_only",
-                 "pipelines.sync.snapshot")),
-    ("dagster", ("pipelines.defs.resources", "pipelines.defs.partitions", "pipelines.defs.assets", "pipelines.defs.assets.*",
-                 "pipelines.defs.checks", "pipelines.defs.jobs", "pipelines.defs.schedules", "pipelines.defs.sensors",
-                 "pipelines.defs.scheduled_scans", "pipelines.definitions")),
-    ("commands", ("pipelines.commands.materialize", "pipelines.commands", "pipelines.commands.*", "pipelines.backfill.tsdb",
-                  "pipelines.backfill.remote", "pipelines.backfill.openmetrics", "pipelines.commands.history",
-                  "pipelines.cli")),
+    ("storage", ("pipelines.storage", "pipelines.storage.*", "pipelines.backfill", "pipelines.backfill.reconstruct")),
+    # Dagster-free work: plans and merges that take a client and a history
+    ("sync", ("pipelines.sync", "pipelines.sync.*")),
+    ("dagster", ("pipelines.defs", "pipelines.defs.*", "pipelines.definitions")),
+    ("commands", ("pipelines.commands", "pipelines.commands.*", "pipelines.backfill.tsdb", "pipelines.backfill.remote",
+                  "pipelines.backfill.openmetrics", "pipelines.cli")),
     ("exporter", ("exporters", "exporters.*")),
 ]
-# What the exporter may take from `pipelines`: its command reads the one settings object, nothing more.
+# What the exporter may take from `pipelines`: the snapshot contract anywhere, and its command the one settings object.
 EXPORTER_MAY_IMPORT = {"exporters.cli": {"pipelines.core.settings"}}
 
 
@@ -88,7 +82,7 @@ def violations(sources: dict[str, str]) -> list[str]:
         for target in sorted(imports(source, known) - {module}):
             there = layer_of(target)
             if LAYERS[here][0] == "exporter" and target.startswith("pipelines"):
-                if target not in EXPORTER_MAY_IMPORT.get(module, set()):
+                if LAYERS[there][0] != "snapshot" and target not in EXPORTER_MAY_IMPORT.get(module, set()):
                     found.append(f"{module} (exporter) imports {target}: the exporter reads the snapshot only")
             elif there > here:
                 found.append(f"{module} ({LAYERS[here][0]}) imports {target} ({LAYERS[there][0]}): upward")
@@ -109,7 +103,7 @@ def test_imports_only_go_down():
     ("pipelines.api.client", "import pipelines.storage.db", "(storage): upward"),
     ("pipelines.sync.snapshot", "from pipelines.commands.materialize import materialize_all", "(commands): upward"),
     ("exporters.collector", "from pipelines.sync.snapshot import write_snapshot", "the exporter reads the snapshot"),
-    ("exporters.source", "from pipelines import vocabulary", "the exporter reads the snapshot"),
+    ("exporters.source", "from pipelines.core import vocabulary", "the exporter reads the snapshot"),
 ])
 def test_an_upward_import_is_caught(module, line, said):
     sources = modules(ROOT)
@@ -168,3 +162,22 @@ def test_a_loop_is_caught():
     # import closes the loop
     assert cycles(sources) == [["pipelines.core.credentials", "pipelines.core.history_location", "pipelines.core.settings",
                                 "pipelines.core.workspaces_file"]]
+
+
+def folder_pairs(sources: dict[str, str]) -> list[tuple[str, str]]:
+    """Folders that import each other: a reader who follows one folder into another never has to come back."""
+    known = set(sources)
+    folder = {m: m if (ROOT / m.replace(".", "/")).is_dir() else m.rpartition(".")[0] for m in sources}
+    edges = {(folder[m], folder[t]) for m, s in sources.items() for t in imports(s, known) if folder[m] != folder[t]}
+    return sorted((a, b) for a, b in edges if (b, a) in edges and a < b)
+
+
+@pytest.mark.xfail(strict=True, reason="storage.engines still imports storage.stage, which stands above it")
+def test_no_two_folders_import_each_other():
+    assert folder_pairs(modules(ROOT)) == []
+
+
+def test_two_folders_importing_each_other_are_caught():
+    sources = modules(ROOT)
+    sources["pipelines.api.client"] += "\n\ndef added():\n    from pipelines.storage import db\n"
+    assert folder_pairs(sources) == [("pipelines.api", "pipelines.storage")]

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from pipelines.commands.processes import stop_process
+from pipelines.core.processes import stop_process
 from tests.backfill.served_past import ServedPast, by_day
 from tests.prometheus.tools import free_port, require
 

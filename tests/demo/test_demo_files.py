@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from pipelines.commands.demo_files import DemoSetupError, prepare, rule_files, write_prometheus_config
+from pipelines.core.package_files import DemoSetupError, prepare, rule_files, write_prometheus_config
 from tests.prometheus.tools import installed
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from pipelines.commands.processes import stop_process
+from pipelines.core.processes import stop_process
 from tests.reliability import forked
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,8 +23,8 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporters.server import serve
-from pipelines.snapshot.format import MAX_SNAPSHOT_BYTES, SnapshotError, encode_snapshot, read_snapshot
 from pipelines.snapshot import format as snapshot_format
+from pipelines.snapshot.format import MAX_SNAPSHOT_BYTES, SnapshotError, encode_snapshot, read_snapshot
 from pipelines.sync.snapshot import write_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]

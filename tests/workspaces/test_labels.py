@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from pipelines.backfill.openmetrics import FAMILIES, rule_pasts
-from pipelines.commands.demo_files import scrape_job_name
-from pipelines.commands.processes import stop_process
+from pipelines.core.package_files import scrape_job_name
+from pipelines.core.processes import stop_process
 from tests.prometheus.tools import free_port, require
 from tests.workspaces.pair import NAMES, ROOT, Pair, synced_pair
 
