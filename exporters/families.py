@@ -46,7 +46,7 @@ class Families:
         if not all(type(v) is str for v in values) or (kind is InfoMetricFamily and not all(
                 type(v) is str for v in value.values())):
             raise TypeError(f"{name}: a label value is not a string")
-        values, value = label_values(labels, values, value)  # service text: one line, capped (pipelines/snapshot/labels.py)
+        values, value = label_values(labels, values, value)  # service text: one line, capped (snapshot/labels.py)
         fam = self.items.get(name)
         if fam is None:
             fam = self.items[name] = kind(name, doc, labels=labels, **extra)

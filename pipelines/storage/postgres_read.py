@@ -1,4 +1,4 @@
-"""The read-only door on a PostgreSQL history (`scanwatch sql`, `pipelines.commands.history`): the server keeps the
+"""The read-only door on a PostgreSQL history (`scanwatch sql`, `pipelines.history`): the server keeps the
 promise, not scanwatch's reading of the text.
 
 - One statement: the user's text goes to the server through the extended query protocol (psycopg's

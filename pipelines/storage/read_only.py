@@ -1,4 +1,4 @@
-"""The one read-only door to the history, for `scanwatch sql` and `pipelines.commands.history` alike.
+"""The one read-only door to the history, for `scanwatch sql` and `pipelines.history` alike.
 
 Read-only holds by construction: DuckDB opens the file read-only with external access off and its
 configuration locked; the parsed statement must be a read (an EXPLAIN, which EXPLAIN ANALYZE runs, only of

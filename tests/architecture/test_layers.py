@@ -26,7 +26,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Dagster-free work: plans and merges that take a client and a history
     ("sync", ("pipelines.sync", "pipelines.sync.*")),
     ("dagster", ("pipelines.defs", "pipelines.defs.*", "pipelines.definitions")),
-    ("commands", ("pipelines.commands", "pipelines.commands.*", "pipelines.backfill.tsdb", "pipelines.backfill.remote",
+    ("commands", ("pipelines.commands", "pipelines.commands.*", "pipelines.history", "pipelines.backfill.tsdb",
+                  "pipelines.backfill.remote",
                   "pipelines.backfill.openmetrics", "pipelines.cli")),
     ("exporter", ("exporters", "exporters.*")),
 ]
@@ -160,8 +161,8 @@ def test_a_loop_is_caught():
     sources["pipelines.core.credentials"] += "\n\ndef added():\n    from pipelines.core.settings import Settings\n"
     # settings reads the workspaces file and the history's location, which both stand on credentials: the added
     # import closes the loop
-    assert cycles(sources) == [["pipelines.core.credentials", "pipelines.core.history_location", "pipelines.core.settings",
-                                "pipelines.core.workspaces_file"]]
+    assert cycles(sources) == [["pipelines.core.credentials", "pipelines.core.history_location",
+                                "pipelines.core.settings", "pipelines.core.workspaces_file"]]
 
 
 def folder_pairs(sources: dict[str, str]) -> list[tuple[str, str]]:

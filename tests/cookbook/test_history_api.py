@@ -1,4 +1,4 @@
-"""`pipelines.commands.history`: the cookbook as DataFrames for notebooks, through the same read-only door as the CLI."""
+"""`pipelines.history`: the cookbook as DataFrames for notebooks, through the same read-only door as the CLI."""
 
 from __future__ import annotations
 

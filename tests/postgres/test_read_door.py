@@ -1,4 +1,4 @@
-"""`scanwatch sql` and `pipelines.commands.history` on a PostgreSQL history, as the docs' reader role (made by `scanwatch
+"""`scanwatch sql` and `pipelines.history` on a PostgreSQL history, as the docs' reader role (made by `scanwatch
 roles`): one read statement in a READ ONLY transaction with a time limit, never waiting for a sync; every
 write, file or server-side access and role change refused in one line, with nothing written; the URL's
 password in no output. The boundary cases, role by role, are in test_door_boundary.py."""
@@ -111,7 +111,7 @@ def test_the_notebook_api_reads_the_same_door(history):
     "SELECT nextval('x')",
 ])
 def test_a_write_or_server_side_access_is_refused_and_writes_nothing(history, tmp_path, statement):
-    """The door scanwatch sql and pipelines.commands.history share, called as they call it (their one-line output is
+    """The door scanwatch sql and pipelines.history share, called as they call it (their one-line output is
     checked below, through the command itself)."""
     target = tmp_path / "written-by-the-server"
     before = dump(history)
