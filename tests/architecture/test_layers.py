@@ -180,6 +180,6 @@ def test_no_two_folders_import_each_other():
 
 def test_two_folders_importing_each_other_are_caught():
     sources = modules(ROOT)
-    sources["pipelines.api.client"] += "\n\ndef added():\n    from pipelines.storage import db\n"
-    pair = ("pipelines.api", "pipelines.storage")
+    sources["pipelines.core.settings"] += "\n\ndef added():\n    from pipelines.storage import db\n"
+    pair = ("pipelines.core", "pipelines.storage")
     assert pair not in folder_pairs(modules(ROOT)) and pair in folder_pairs(sources)
