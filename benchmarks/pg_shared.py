@@ -31,7 +31,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 RAISED = 1_000_000
 COPIED = ("projects", "targets", "scans", "issues", "issue_events", "score_snapshots", "quota_snapshots",
           "project_sync_state", "scans_gone")
-MIGRATION = ROOT / "sql" / "migrations" / "015_workspace_indexes.sql"
+MIGRATION = ROOT / "sql" / "engines" / "postgres" / "migrations" / "015_workspace_indexes.sql"
 
 
 def _sync(sim: SimProcess, db: str, full: bool = False) -> float:

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 SAMPLE_SECONDS = 0.1
 # Backends of this database waiting on a lock, by what they wait for: scanwatch's advisory locks are told
-# apart by their key (pipelines/storage/engines/postgres_engine.py), the low 32 bits of its hash in `objid`.
+# apart by their key (pipelines/storage/destinations/impl/postgres/factory.py), the low 32 bits of its hash in `objid`.
 WAITING = """
 SELECT CASE WHEN l.locktype <> 'advisory' THEN l.locktype
             WHEN CAST(CAST(l.objid AS text) AS bigint) = hashtextextended('scanwatch migrate', 0) & 4294967295

@@ -24,8 +24,8 @@ def open_history(given: str | None, command: str):
     from pipelines.core import settings
     from pipelines.core.credentials import ConfigError
     from pipelines.core.history_location import HistoryLocation
-    from pipelines.storage.db import HistoryLockedError, connect, reader, schema_version
-    from pipelines.storage.engines import HistoryUnavailableError
+    from pipelines.storage.db import HistoryLockedError, connect, holds_history
+    from pipelines.storage.destinations import HistoryUnavailableError
 
     try:
         location = settings.Settings.load().history if given is None else HistoryLocation.parse(given, "--db")
@@ -33,12 +33,7 @@ def open_history(given: str | None, command: str):
         print(f"scanwatch {command}: {exc}", file=sys.stderr)
         return None
     try:
-        if location.is_postgres:
-            with reader(location) as conn:
-                synced = schema_version(conn) > 0
-        else:
-            synced = location.path.is_file()
-        if not synced:
+        if not holds_history(location):
             print(f"scanwatch {command}: no history at {location.masked}: run 'scanwatch sync' first (or set "
                   "SCANWATCH_DB / --db)", file=sys.stderr)
             return None

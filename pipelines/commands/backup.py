@@ -1,5 +1,7 @@
 """`scanwatch backup DEST`: a consistent copy of the history, safe to take while a sync writes it.
 
+Each engine makes its own copy (`pipelines/storage/destinations/impl/<name>/backup.py`):
+
 - DuckDB: the file is attached read-only to a database of this process, which takes DuckDB's shared lock:
   a sync holding the file is waited for (`--wait`, bounded, as `scanwatch sql` waits), and no sync can write
   while the copy is made, so the copy holds one committed state. `COPY FROM DATABASE` writes every table,
@@ -15,26 +17,17 @@
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from pipelines.core.text import printable
-from pipelines.storage.read_only import DEFAULT_WAIT, ReadRefused, while_locked
+from pipelines.storage.destinations.errors import EXIT_USAGE, BackupFailed
+from pipelines.storage.destinations.impl import engine_for
+from pipelines.storage.read_only import DEFAULT_WAIT, ReadRefused
 
-EXIT_USAGE = 2
-
-
-class BackupError(RuntimeError):
-    """One line the user can act on; `code` is the exit status."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
+# One line the user can act on; `code` is the exit status. Each engine's backup raises it (its folder's backup.py).
+BackupError = BackupFailed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,12 +63,7 @@ def run(args: argparse.Namespace) -> int:
             raise BackupError(f"{dest} already exists: name a new file (a backup never overwrites one)", EXIT_USAGE)
         if not dest.parent.is_dir():
             raise BackupError(f"{dest.parent} is not a folder: create it first", EXIT_USAGE)
-        if location.is_postgres:
-            _pg_dump(location, dest)
-            what = "pg_dump archive"
-        else:
-            _duckdb_copy(location.path, dest, args.wait)
-            what = "DuckDB file"
+        what = engine_for(location).backup(location, dest, wait=args.wait)
     except ReadRefused as exc:
         print(f"scanwatch backup: {printable(exc)}", file=sys.stderr)
         return exc.code
@@ -85,64 +73,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"scanwatch backup: {location.masked} copied to {dest} ({what}, {dest.stat().st_size:,} bytes) in "
           f"{time.monotonic() - started:.1f} s; put it back with: scanwatch restore {dest}")
     return 0
-
-
-def _duckdb_copy(db: Path, dest: Path, wait: float) -> None:
-    import duckdb
-
-    if not db.is_file():
-        raise BackupError(f"no history at {db}: nothing to back up")
-    partial = dest.with_name(dest.name + ".partial")
-    partial.unlink(missing_ok=True)
-    con = duckdb.connect(":memory:")
-    try:
-        # The shared lock is held from the ATTACH to the DETACH: the copy is one committed state.
-        while_locked(db, wait, lambda: con.execute(f"ATTACH '{_quoted(str(db))}' AS history (READ_ONLY)"))
-        try:
-            con.execute(f"ATTACH '{_quoted(str(partial))}' AS backup")
-            con.execute("COPY FROM DATABASE history TO backup")
-            con.execute("DETACH backup")
-        except duckdb.Error as exc:
-            raise BackupError(f"the copy of {db} failed: {_first_line(exc)}") from None
-    finally:
-        con.close()
-    os.replace(partial, dest)
-
-
-def _pg_dump(location, dest: Path) -> None:
-    program = shutil.which("pg_dump")
-    if program is None:
-        raise BackupError("pg_dump not found: install PostgreSQL's client tools (Debian: postgresql-client), of "
-                          "the server's major version or newer")
-    url, env = libpq_target(location)
-    partial = dest.with_name(dest.name + ".partial")
-    done = subprocess.run([program, "--format=custom", "--no-password", "--file", str(partial), "--dbname", url],
-                          env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        partial.unlink(missing_ok=True)
-        reason = location.scrub((done.stderr.strip().splitlines() or ["no output"])[-1])
-        raise BackupError(f"pg_dump of {location.masked} failed: {reason}")
-    os.replace(partial, dest)
-
-
-def libpq_target(location) -> tuple[str, dict[str, str]]:
-    """The URL without its password, and an environment giving the password as `PGPASSWORD`: a password on a
-    command line is visible to every user of the host (`ps`)."""
-    parts = urlsplit(location.url)
-    env = dict(os.environ)
-    if parts.password is not None:
-        from urllib.parse import unquote
-
-        env["PGPASSWORD"] = unquote(parts.password)
-        host = parts.netloc.rsplit("@", 1)[1]
-        user = parts.netloc.rsplit("@", 1)[0].split(":", 1)[0]
-        parts = parts._replace(netloc=f"{user}@{host}")
-    return urlunsplit(parts), env
-
-
-def _quoted(text: str) -> str:
-    return text.replace("'", "''")
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

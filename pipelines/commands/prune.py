@@ -70,8 +70,10 @@ def run(args: argparse.Namespace) -> int:
 
         location = Settings.load().history if args.db is None else HistoryLocation.parse(args.db, "--db")
         db = location.value
-        if not location.is_postgres and not location.path.is_file():
-            raise ValueError(f"no history at {location.path}: nothing to prune")
+        from pipelines.storage.destinations.impl import engine_for
+
+        if not engine_for(location).exists(location):
+            raise ValueError(f"no history at {location.masked}: nothing to prune")
     except (ValueError, ConfigError) as exc:
         print(f"scanwatch prune: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE

@@ -116,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"scanwatch roles: {printable(exc)}", file=sys.stderr)
         return 1
-    if not location.is_postgres:
+    from pipelines.storage.destinations.impl import engine_for
+
+    if not engine_for(location).capabilities.has_roles:
         print(f"scanwatch roles: the history at {location.masked} is a DuckDB file: its readers are whoever may "
               "read the file (docs/workspaces.md); roles are PostgreSQL's", file=sys.stderr)
         return 1
@@ -140,52 +142,47 @@ class RolesRefused(Exception):
 
 
 def recipe_for(location: Any, labels: list[str], limits: dict[str, str]) -> str:
-    import psycopg
-
-    from pipelines.storage.engines.base import HistoryUnavailableError
-    from pipelines.storage.engines.postgres_engine import POSTGRES
+    from pipelines.storage.destinations import HistoryQueryError, HistoryUnavailableError
+    from pipelines.storage.destinations.impl import engine_for
     from pipelines.storage.workspace_scope import UnknownWorkspaceError
 
     try:
-        conn = POSTGRES.open(location, writer=False)
+        conn = engine_for(location).connect_reader(location)
     except HistoryUnavailableError as exc:
         raise RolesRefused(str(exc)) from None
     try:
-        schema = conn.execute("SELECT current_schema()").fetchone()[0] or "public"
-        parts = [recipe(schema=schema, **limits)]
-        for label in labels:
-            parts.append(workspace_recipe(conn, label, schema=schema, **limits))
-        return "\n".join(parts)
+        with conn.engine.mapped(conn):
+            schema = conn.execute("SELECT current_schema()").fetchone()[0] or "public"
+            parts = [recipe(schema=schema, **limits)]
+            for label in labels:
+                parts.append(workspace_recipe(conn, label, schema=schema, **limits))
+            return "\n".join(parts)
     except UnknownWorkspaceError as exc:
         raise RolesRefused(str(exc)) from None
-    except psycopg.Error as exc:
-        raise RolesRefused(f"cannot read the history at {location.masked}: {_line(exc, location)}") from None
+    except HistoryQueryError as exc:
+        raise RolesRefused(f"cannot read the history at {location.masked}: {exc.line}") from None
     finally:
         conn.close()
 
 
 def apply(location: Any, text: str) -> None:
     """The whole recipe in one transaction: applied entirely or not at all."""
-    import psycopg
-
-    from pipelines.storage.engines.base import HistoryUnavailableError
-    from pipelines.storage.engines.postgres_engine import POSTGRES
+    from pipelines.storage.destinations import HistoryQueryError, HistoryUnavailableError
+    from pipelines.storage.destinations.impl import engine_for
 
     try:
-        conn = POSTGRES.open(location, writer=False)  # an administrator's role may default to read-only
+        # an administrator's role may default to read-only: the transaction says READ WRITE itself
+        conn = engine_for(location).connect_reader(location)
     except HistoryUnavailableError as exc:
         raise RolesRefused(str(exc)) from None
     try:
-        conn.raw.execute("BEGIN READ WRITE")
-        conn.raw.execute(text)
-        conn.raw.execute("COMMIT")
-    except psycopg.Error as exc:
-        raise RolesRefused(f"the roles were not applied ({_line(exc, location)}): run this as an administrator "
+        with conn.engine.mapped(conn):
+            conn.execute("BEGIN READ WRITE")
+            conn.execute(text)
+            conn.execute("COMMIT")
+    except (HistoryQueryError, HistoryUnavailableError) as exc:
+        line = exc.line if isinstance(exc, HistoryQueryError) else str(exc)
+        raise RolesRefused(f"the roles were not applied ({line}): run this as an administrator "
                            "(a superuser, or the tables' owner with CREATEROLE)") from None
     finally:
         conn.close()
-
-
-def _line(exc: BaseException, location: Any) -> str:
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(("LINE ", "^"))]
-    return location.scrub(lines[0] if lines else type(exc).__name__)

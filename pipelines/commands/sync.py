@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from pipelines.core.text import printable
 
 if TYPE_CHECKING:
-    from pipelines.core.history_location import HistoryLocation
+    pass
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,16 +88,6 @@ def _sigint_watch() -> Iterator[list[bool]]:
         writer.close()
 
 
-def _refuse_newer_file(history: HistoryLocation) -> None:
-    """A DuckDB history a newer scanwatch wrote is one line before any step; read without waiting (a file
-    another sync writes is left to the steps, which wait their turn and check it then)."""
-    from pipelines.storage import HistoryLockedError, reader, schema_version
-    from pipelines.storage.db import refuse_newer
-
-    with contextlib.suppress(HistoryLockedError), reader(history) as conn:
-        refuse_newer(conn, schema_version(conn))
-
-
 def run(args: argparse.Namespace) -> int:
     from pipelines.core.settings import ConfigError, Settings
 
@@ -120,26 +110,26 @@ def run(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _history_deadline(settings) -> Iterator:
-    """The sync's deadline kept on its PostgreSQL connections too (pipelines/storage/engines/deadline.py), and,
-    should even that not end it, the process ended with the same line shortly after."""
-    if not settings.history.is_postgres:
-        yield None
-        return
+    """The sync's deadline kept on the history's connections too, where the engine can cut them
+    (`Engine.deadline`: PostgreSQL's), and, should even that not end it, the process ended with the same line
+    shortly after."""
     import os
     import threading
 
-    from pipelines.storage.engines import deadline
+    from pipelines.storage.destinations.impl import engine_for
 
     limit = settings.sync_deadline_seconds
-    reason = deadline.sync_reason(limit, settings.history.masked)
+    with engine_for(settings.history).deadline(limit, limit, settings.history.masked) as cut:
+        if cut is None:
+            yield None
+            return
 
-    def last_resort() -> None:
-        print(f"scanwatch sync: {printable(reason)}", file=sys.stderr, flush=True)
-        os._exit(1)
+        def last_resort() -> None:
+            print(f"scanwatch sync: {printable(cut.reason)}", file=sys.stderr, flush=True)
+            os._exit(1)
 
-    backstop = threading.Timer(limit + deadline.GRACE_SECONDS + LAST_RESORT_SECONDS, last_resort)
-    backstop.daemon = True
-    with deadline.armed(limit + deadline.GRACE_SECONDS, reason) as cut:
+        backstop = threading.Timer(cut.seconds + LAST_RESORT_SECONDS, last_resort)
+        backstop.daemon = True
         backstop.start()
         try:
             yield cut
@@ -151,14 +141,11 @@ def _run(args: argparse.Namespace, settings, cut) -> int:
     from pipelines.storage import HistoryUnavailableError
 
     try:
-        if settings.history.is_postgres:
-            # The server is asked once before Dagster starts (and the schema carried forward), so a wrong
-            # password or an unreachable host is one line, not one per asset and workspace.
-            from pipelines.storage import connect
+        # Asked once before Dagster starts, so a wrong password, an unreachable host or a newer scanwatch's
+        # history is one line, not one per asset and workspace.
+        from pipelines.storage.db import check_before_sync
 
-            connect(settings.history).close()
-        elif settings.history.path.is_file():
-            _refuse_newer_file(settings.history)
+        check_before_sync(settings.history)
     except HistoryUnavailableError as exc:
         if cut is not None and cut.expired:
             print(f"scanwatch sync: {printable(cut.reason)}", file=sys.stderr)

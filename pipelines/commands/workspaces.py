@@ -42,9 +42,10 @@ def _history(settings) -> tuple[dict[str, tuple], str | None]:
     """Each name the history holds, with its bound workspace and last sync; or why the history was not read."""
     from pipelines.core.sqlfiles import read_sql
     from pipelines.storage import HistoryLockedError, HistoryUnavailableError, reader
+    from pipelines.storage.destinations.impl import engine_for
 
     location = settings.history
-    if not location.is_postgres and not location.path.is_file():
+    if not engine_for(location).exists(location):
         return {}, None
     try:
         with reader(location, wait_seconds=HISTORY_WAIT_SECONDS) as conn:

@@ -179,6 +179,11 @@ class HistoryLocation:
         return "postgres" if self.is_postgres else "duckdb"
 
     @property
+    def file(self) -> Path | None:
+        """The history's file, or None when the history is a server's (a URL)."""
+        return None if self.is_postgres else Path(self.value)
+
+    @property
     def path(self) -> Path:
         """The DuckDB file; a PostgreSQL history has none."""
         if self.is_postgres:

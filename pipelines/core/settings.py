@@ -41,7 +41,7 @@ class Settings:
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._env: Mapping[str, str] = dict(os.environ if env is None else env)
         self._db = (self._env.get("SCANWATCH_DB") or "").strip() or DEFAULT_DB
-        db = None if HistoryLocation(self._db).is_postgres else Path(self._db)
+        db = HistoryLocation(self._db).file
         beside = (db or Path(DEFAULT_DB)).with_name(SNAPSHOT_NAME)
         self.paths = Paths(db=db, snapshot=Path(self._env.get("SCANWATCH_SNAPSHOT") or beside))
         file = (self._env.get("SCANWATCH_WORKSPACES_FILE") or "").strip()
@@ -51,7 +51,7 @@ class Settings:
     def snapshot_in_history(self) -> bool:
         """Whether the metrics snapshot lives in the history's own database: a PostgreSQL history keeps it there
         unless SCANWATCH_SNAPSHOT names a folder, so run pods and the exporter share no disk."""
-        return HistoryLocation(self._db).is_postgres and not self._env.get("SCANWATCH_SNAPSHOT")
+        return HistoryLocation(self._db).file is None and not self._env.get("SCANWATCH_SNAPSHOT")
 
     @cached_property
     def history(self) -> HistoryLocation:
@@ -225,9 +225,9 @@ class Settings:
     def writable_db(self) -> HistoryLocation:
         """The history, checked before a sync holds any lock: a DuckDB file, or the folder it will be made in,
         must be writable (a PostgreSQL server answers for itself when the sync connects)."""
-        if self.history.is_postgres:
+        db = self.history.file
+        if db is None:
             return self.history
-        db = self.history.path
         if db.exists():
             if db.is_dir() or not os.access(db, os.R_OK | os.W_OK):
                 raise ConfigError(f"SCANWATCH_DB={db} is not a writable file: fix its permissions or point "

@@ -20,7 +20,8 @@ from pipelines.api import ScanningClient
 from pipelines.core.credentials import Workspace, mask_key
 from pipelines.core.history_location import HistoryLocation
 from pipelines.core.settings import DEFAULT_WORKSPACE, Settings
-from pipelines.storage.engines import Connection
+from pipelines.storage.destinations import Connection
+from pipelines.storage.destinations.impl import engine_for
 
 
 class ScanningServiceResource(dg.ConfigurableResource):
@@ -108,5 +109,6 @@ def default_resources(settings: Settings | None = None) -> dict[str, object]:
         service = ScanningServiceResource(base_url=dg.EnvVar("SCANWATCH_BASE_URL"),
                                           api_key=dg.EnvVar("SCANWATCH_API_KEY"))
     # A PostgreSQL URL may carry a password: the resource names the variable, as it does for the API key.
-    database = dg.EnvVar("SCANWATCH_DB") if settings.history.is_postgres else str(settings.history.path)
+    secret = engine_for(settings.history).capabilities.location_is_secret
+    database = dg.EnvVar("SCANWATCH_DB") if secret else str(settings.history.path)
     return {"scanning_service": service, "history": HistoryResource(database=database)}

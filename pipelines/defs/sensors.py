@@ -7,7 +7,6 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import NamedTuple
 
 import dagster as dg
-import duckdb
 from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
 
 from pipelines.api import (
@@ -24,7 +23,7 @@ from pipelines.core.vocabulary import UNFINISHED_SCAN_STATUSES
 from pipelines.defs.jobs import project_refresh_job
 from pipelines.defs.partitions import WORKSPACES, followed_workspaces, partition_changes
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
-from pipelines.storage import HistoryLockedError, HistoryUnavailableError, reader
+from pipelines.storage import HistoryError, HistoryLockedError, reader
 from pipelines.storage.workspaces import current_workspace
 
 MAX_POLLS_PER_TICK = 20  # bounded: the sensor must not eat the rate limit the schedules need
@@ -122,7 +121,7 @@ def _pending(history: HistoryResource, label: str | None, wait_until: float,
             return [tuple(r) for r in scans], [tuple(r) for r in behind]
     except HistoryLockedError:
         return "history not readable now (a run is writing it); trying again next tick"
-    except (duckdb.Error, HistoryUnavailableError) as exc:
+    except HistoryError as exc:  # the engine's own errors, whichever engine (a driver's are mapped to them)
         return f"history not readable now ({type(exc).__name__}); trying again next tick"
 
 

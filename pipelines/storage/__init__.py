@@ -5,7 +5,7 @@ in one transaction per table group, so a crash leaves the previous state, never 
 """
 
 from pipelines.storage.db import HistoryLockedError, connect, migrate, reader, schema_version, writer
-from pipelines.storage.engines import HistoryUnavailableError
+from pipelines.storage.destinations import HistoryError, HistoryQueryError, HistoryUnavailableError
 from pipelines.storage.merge import (
     MergeResult,
     merge_account,
@@ -18,7 +18,9 @@ from pipelines.storage.merge import (
 )
 
 __all__ = [
+    "HistoryError",
     "HistoryLockedError",
+    "HistoryQueryError",
     "HistoryUnavailableError",
     "MergeResult",
     "connect",

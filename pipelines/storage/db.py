@@ -2,7 +2,8 @@
 
 Migrations are numbered `.sql` files applied in order, each in its own transaction and recorded in
 `schema_migrations`, so an existing history is upgraded in place the first time a newer scanwatch opens it.
-A migration whose header says `-- engines: duckdb` concerns that engine alone: another one records it as
+Most are in `sql/migrations/` and run on every engine; one that concerns a single engine lives in that
+engine's folder, `sql/engines/<name>/migrations/` (the engine's `sql_folder`): another engine records it as
 applied without running it, so every history counts the same versions.
 """
 
@@ -18,14 +19,9 @@ from typing import Any
 
 from pipelines.core.history_location import HistoryLocation
 from pipelines.core.sqlfiles import read_sql, sql_dir, transaction
-from pipelines.storage.engines import (
-    Connection,
-    HistoryLockedError,
-    HistoryUnavailableError,
-    as_connection,
-    location_of,
-)
-from pipelines.storage.engines.duckdb_engine import DUCKDB, SETTINGS, file_writer
+from pipelines.storage.destinations import Connection, Engine, HistoryLockedError, HistoryUnavailableError
+from pipelines.storage.destinations.impl import as_connection, engine_for, location_of
+from pipelines.storage.destinations.impl.duckdb.sql_client import SETTINGS
 from pipelines.storage.reference import vocabulary_current, write_vocabulary
 from pipelines.storage.views import definitions, digest, drop_views, write_views
 
@@ -33,23 +29,40 @@ __all__ = ["SETTINGS", "HistoryLockedError", "HistoryNewerError", "connect", "mi
            "schema_version", "writer"]
 
 _MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
-_ENGINES = re.compile(r"^--\s*engines:\s*(.+)$", re.MULTILINE)
+
+
+def _migration_folders() -> list[Path]:
+    """`sql/migrations/` (every engine's), then each engine's own `sql/engines/<name>/migrations/`."""
+    root = sql_dir()
+    return [root / "migrations", *sorted(p for p in (root / "engines").glob("*/migrations") if p.is_dir())]
 
 
 def _migrations() -> list[tuple[int, str]]:
-    """Every migration, listed again only when the folder changed (every open of the history asks)."""
-    folder = sql_dir() / "migrations"
-    return list(_listed(folder, folder.stat().st_mtime_ns))
+    """Every migration's version and name, whichever engine runs it."""
+    return [(version, name) for version, name, _ in _migration_files()]
+
+
+def _migration_files() -> list[tuple[int, str, str]]:
+    """Every migration with its file under `sql/`, listed again only when a folder changed (every open of the
+    history asks)."""
+    folders = _migration_folders()
+    return list(_listed(tuple(folders), tuple(f.stat().st_mtime_ns for f in folders)))
 
 
 @functools.lru_cache(maxsize=8)
-def _listed(folder: Path, _changed: int) -> tuple[tuple[int, str], ...]:
-    found = []
-    for path in sorted(folder.iterdir()):
-        m = _MIGRATION.match(path.name)
-        if m:
-            found.append((int(m.group(1)), path.name))
-    return tuple(found)
+def _listed(folders: tuple[Path, ...], _changed: tuple[int, ...]) -> tuple[tuple[int, str, str], ...]:
+    root = sql_dir()
+    found: dict[int, tuple[int, str, str]] = {}
+    for folder in folders:
+        for path in sorted(folder.iterdir()):
+            m = _MIGRATION.match(path.name)
+            if m:
+                version = int(m.group(1))
+                if version in found:
+                    raise RuntimeError(f"two migrations of version {version}: {found[version][2]} and "
+                                       f"{path.relative_to(root)}")
+                found[version] = (version, path.name, str(path.relative_to(root)))
+    return tuple(found[v] for v in sorted(found))
 
 
 def latest_version() -> int:
@@ -57,11 +70,9 @@ def latest_version() -> int:
     return _migrations()[-1][0]
 
 
-def applies_to(text: str, engine: str) -> bool:
-    """Whether a migration runs on `engine`: every migration does unless its header names its engines."""
-    header = "\n".join(line for line in text.splitlines() if line.startswith("--"))
-    named = _ENGINES.search(header)
-    return named is None or engine in {e.strip() for e in named.group(1).split(",")}
+def applies_to(relative: str, engine: Engine) -> bool:
+    """Whether the migration at `relative` (under `sql/`) runs on `engine`: every engine's, or its own."""
+    return Path(relative).parent in (Path("migrations"), Path(engine.sql_folder) / "migrations")
 
 
 class HistoryNewerError(HistoryUnavailableError):
@@ -95,16 +106,15 @@ def migrate(conn: Any, *, target: int | None = None) -> list[int]:
         conn.execute(read_sql("storage/schema_migrations.sql"))
         current = schema_version(conn)
         refuse_newer(conn, current)
-        for version, name in _migrations():
+        for version, name, relative in _migration_files():
             if version <= current or (target is not None and version > target):
                 continue
             if not applied and _has_table(conn, "view_layer"):  # a table a view reads may change: views go first
                 with transaction(conn):
                     drop_views(conn)
-            text = read_sql(f"migrations/{name}")
             with transaction(conn, "migrate"):
-                if applies_to(text, conn.engine.name):
-                    conn.engine.run_script(conn, text)
+                if applies_to(relative, conn.engine):
+                    conn.engine.run_script(conn, read_sql(relative))
                 conn.execute(read_sql("storage/record_migration.sql"), {"version": version, "name": name})
             applied.append(version)
         if _has_table(conn, "severities"):  # a history at schema 3 or later (a test may stop before)
@@ -143,12 +153,7 @@ def connect(db: str | Path | HistoryLocation, *, wait_seconds: float = 30.0) -> 
     """A read-write connection with the schema current. A DuckDB file held by another process's writer is
     waited for a while, then named; a PostgreSQL server that cannot be used is one line saying why."""
     location = location_of(db)
-    if location.is_postgres:
-        from pipelines.storage.engines.postgres_engine import POSTGRES
-
-        conn = POSTGRES.open(location)
-    else:
-        conn = DUCKDB.open(location.path, wait_seconds=wait_seconds)
+    conn = engine_for(location).connect(location, wait_seconds=wait_seconds)
     try:
         migrate(conn)
     except BaseException:
@@ -161,16 +166,12 @@ def connect(db: str | Path | HistoryLocation, *, wait_seconds: float = 30.0) -> 
 def reader(db: str | Path | HistoryLocation, *, wait_seconds: float = 0.0) -> Iterator[Connection]:
     """The history for a brief read (a sensor's look at the queued scans): DuckDB's file opened read-only (a
     file a writer holds is waited for up to `wait_seconds`, then HistoryLockedError), or a PostgreSQL
-    connection that never waits for a writer."""
+    connection that never waits for a writer. A statement that fails is HistoryQueryError, whichever engine."""
     location = location_of(db)
-    if location.is_postgres:
-        from pipelines.storage.engines.postgres_engine import POSTGRES
-
-        conn = POSTGRES.open(location, writer=False)
-    else:
-        conn = DUCKDB.open_read_only(location.path, wait_seconds=wait_seconds)
+    conn = engine_for(location).connect_reader(location, wait_seconds=wait_seconds)
     try:
-        yield conn
+        with conn.engine.mapped(conn):  # a driver's error of the read as scanwatch's own (HistoryQueryError)
+            yield conn
     finally:
         conn.close()
 
@@ -184,10 +185,30 @@ def writer(db: str | Path | HistoryLocation, *, wait_seconds: float = 30.0) -> I
     turns on the server (`Engine.lock_workspace`).
     """
     location = location_of(db)
-    turns = contextlib.nullcontext() if location.is_postgres else file_writer(location.path)
-    with turns:
+    with engine_for(location).writer_turns(location):
         conn = connect(location, wait_seconds=wait_seconds)
         try:
             yield conn
         finally:
             conn.close()
+
+
+def holds_history(db: str | Path | HistoryLocation) -> bool:
+    """Whether a history scanwatch wrote is at `db` (a DuckDB file exists; a PostgreSQL database has a schema)."""
+    location = location_of(db)
+    return engine_for(location).holds_history(location, schema_version)
+
+
+def check_before_sync(db: str | Path | HistoryLocation) -> None:
+    """What a sync can learn of the history before its steps start, as one line rather than one per step:
+    where writers open the history at once (PostgreSQL), it is opened and its schema carried forward now (a
+    wrong password or an unreachable server is HistoryUnavailableError); where one writer holds it at a time
+    (a DuckDB file), an existing history is only read, without waiting, for a newer scanwatch's schema (a file
+    another sync writes is left to the steps, which wait their turn and check it then)."""
+    location = location_of(db)
+    engine = engine_for(location)
+    if not engine.capabilities.single_writer:
+        connect(location).close()
+    elif engine.exists(location):
+        with contextlib.suppress(HistoryLockedError), reader(location) as conn:
+            refuse_newer(conn, schema_version(conn))

@@ -1,5 +1,5 @@
 """Set-based merges of staged API pages into the history, one transaction per call: the job generator every
-engine runs (`pipelines/storage/engines/` holds what DuckDB and PostgreSQL do differently).
+engine runs (`pipelines/storage/destinations/impl/<name>/` holds what DuckDB and PostgreSQL do differently).
 
 Pages go to an NDJSON file that the engine loads with every column as text, so a wrong type in one field
 cannot crash the load; the typed staging table keeps a value that does not fit its type as NULL (DuckDB's
@@ -25,7 +25,8 @@ from typing import Any
 from pipelines.core import milestones
 from pipelines.core.sqlfiles import execute_file, read_sql, transaction
 from pipelines.core.text import printable
-from pipelines.storage.engines import Connection, as_connection
+from pipelines.storage.destinations import Connection
+from pipelines.storage.destinations.impl import as_connection
 from pipelines.storage.entities import (
     ACCOUNT,
     ISSUE,

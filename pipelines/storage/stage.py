@@ -4,8 +4,9 @@ A list is never held whole in memory: each item is appended to its list's file a
 number, so that the merge can keep the latest sighting of an id that moved between pages, and a walk that
 starts over (the list changed under it) truncates the file, dropping what the abandoned pass gave.
 
-A line is NDJSON, which every engine reads, unless the engine names a format of its own (`StageFormat`):
-PostgreSQL's is COPY's text format, so that turning a record into the row it loads as is done while the
+A line is NDJSON, which every engine reads, unless the engine names a format of its own (`StageFormat`,
+`pipelines/storage/destinations/stage_format.py`): PostgreSQL's is COPY's text format
+(`destinations/impl/postgres/stage_format.py`), so that turning a record into the row it loads as is done while the
 pages arrive, when a sync mostly waits on the service, and the merge sends the file as it is.
 """
 
@@ -16,10 +17,13 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-SEQ = "__scanwatch_seq"  # the order of arrival; a later sighting of an id wins
+from pipelines.storage.destinations.stage_format import NDJSON, SEQ, StageFormat, as_text
+
+__all__ = ["NDJSON", "SEQ", "StageFile", "StageFormat", "as_text", "chunks", "encode", "stage_folder"]
+
 FOLDER_PREFIX = "scanwatch-stage-"
 MAX_RECORD_BYTES = 4 * 1024 * 1024  # one object of the contract is a few KB; a page of 100 is capped at 64 MiB
 QUARANTINED = "(record)"  # the ingest_warnings field of a record left out whole
@@ -68,67 +72,6 @@ def encode(rec: dict) -> tuple[dict, bytes | None, list[Problem]]:
                          "state"))
         return rec, None, problems
     return rec, data, problems
-
-
-class StageFormat:
-    """How a record becomes one line of a stage file: NDJSON, with the order of arrival as `SEQ`."""
-
-    suffix = ".ndjson"
-
-    def line(self, record: dict, seq: int, data: bytes) -> bytes:
-        """`data` is `record` as encode() gave it: compact UTF-8 JSON."""
-        body = data[1:]
-        return b'{"%s":%d%s%s\n' % (SEQ.encode(), seq, b"," if body != b"}" else b"", body)
-
-
-NDJSON = StageFormat()
-
-
-def as_text(value: object) -> str | None:
-    """A JSON value as a stage's text column holds it (what DuckDB's read_json gives a VARCHAR column): a
-    string as itself, true and false, a number as written, an object or a list as compact JSON.
-    PostgreSQL's text cannot hold U+0000, which a JSON string can: that one character is stored as U+FFFD."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd") if "\x00" in value else value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))  # a `json` column keeps `\u0000` escaped
-
-
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
-
-
-class CopyText(StageFormat):
-    """PostgreSQL COPY's text format: the entity's columns in order, each as `as_text` gives it (NULL as
-    `\\N`), then the order of arrival. Loaded with `COPY ... FROM STDIN` as it is: no work per row at merge
-    time, where parsing each line again cost more than the rest of the load."""
-
-    suffix = ".copy"
-
-    def __init__(self, columns: Sequence[str]) -> None:
-        self.columns = tuple(columns)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CopyText) and other.columns == self.columns
-
-    def __hash__(self) -> int:
-        return hash(self.columns)
-
-    def line(self, record: dict, seq: int, data: bytes) -> bytes:
-        fields = []
-        for column in self.columns:
-            text = as_text(record.get(column))
-            if text is None:
-                text = "\\N"
-            elif "\\" in text or "\n" in text or "\r" in text or "\t" in text:  # rare: four scans beat translate()
-                text = text.translate(_COPY_ESCAPES)
-            fields.append(text)
-        fields.append(str(seq))
-        return ("\t".join(fields) + "\n").encode("utf-8")
 
 
 def _alive(pid: int) -> bool:

@@ -12,7 +12,8 @@ from string import Template
 from typing import Any
 
 from pipelines.core.sqlfiles import read_sql
-from pipelines.storage.engines import DUCKDB, Engine, as_connection
+from pipelines.storage.destinations import Engine
+from pipelines.storage.destinations.impl import DUCKDB, as_connection
 from pipelines.storage.entities import Entity
 
 

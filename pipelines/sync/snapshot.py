@@ -28,7 +28,7 @@ from pipelines.storage.entities import ISSUE, SCAN
 
 if TYPE_CHECKING:  # the engines (and duckdb) stay out of the exporter's imports
     from pipelines.core.history_location import HistoryLocation
-    from pipelines.storage.engines import Connection
+    from pipelines.storage.destinations import Connection
 
 def _load_queries() -> dict[str, str]:
     from pipelines.core.sqlfiles import read_sql  # one answer to "where are the SQL files" (checkout or wheel)
@@ -137,7 +137,7 @@ def build_part(conn: Connection, *, workspace_id: str | None, label: str | None,
     Every query of the part runs in one read transaction, so its tables agree with each other even if a
     writer commits meanwhile. Only committed data is seen: call it after the sync has committed.
     """
-    from pipelines.storage.engines import as_connection
+    from pipelines.storage.destinations.impl import as_connection
 
     conn = as_connection(conn)
     build = _prepare(conn, now, sla_days, critical_info_limit, critical_new_limit)
@@ -150,7 +150,7 @@ def build_parts(conn: Connection, *, now: datetime, sla_days: dict[str, int] | N
                 critical_new_limit: int = CRITICAL_NEW_LIMIT) -> dict[str, dict]:
     """Every part the history holds (`sql/snapshot/parts.sql`), by name, from one read transaction."""
     from pipelines.core.sqlfiles import read_sql
-    from pipelines.storage.engines import as_connection
+    from pipelines.storage.destinations.impl import as_connection
 
     conn = as_connection(conn)
     build = _prepare(conn, now, sla_days, critical_info_limit, critical_new_limit)
@@ -183,10 +183,8 @@ def store_at(path: Path | None = None, conn: Connection | None = None) -> Snapsh
     history's own `snapshot_parts` table (written on `conn`, the run's connection), else a folder beside the
     DuckDB file."""
     found = settings.Settings.load()
-    if path is None and conn is not None and conn.engine.name == "postgres" and found.snapshot_in_history:
-        from pipelines.snapshot.database import DatabaseStore
-
-        return DatabaseStore(conn.raw, conn.location, milestone=milestones.reached)
+    if path is None and conn is not None and conn.engine.capabilities.holds_snapshot and found.snapshot_in_history:
+        return conn.engine.snapshot_store(conn, milestones.reached)
     return FileStore(Path(path) if path else found.paths.snapshot, milestone=milestones.reached)
 
 
@@ -196,7 +194,7 @@ def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str |
                      critical_new_limit: int = CRITICAL_NEW_LIMIT) -> Refreshed:
     """Rebuild one workspace's part from committed history and replace it atomically. The first write to an
     empty store, or over a single-file snapshot of an older scanwatch, writes every part of the history."""
-    from pipelines.storage.engines import as_connection
+    from pipelines.storage.destinations.impl import as_connection
 
     conn = as_connection(conn)
     store = store_at(path, conn)

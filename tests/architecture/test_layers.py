@@ -173,7 +173,6 @@ def folder_pairs(sources: dict[str, str]) -> list[tuple[str, str]]:
     return sorted((a, b) for a, b in edges if (b, a) in edges and a < b)
 
 
-@pytest.mark.xfail(strict=True, reason="storage.engines still imports storage.stage, which stands above it")
 def test_no_two_folders_import_each_other():
     assert folder_pairs(modules(ROOT)) == []
 

@@ -40,14 +40,14 @@ def test_migration_11_keeps_its_keys_on_postgresql_only(engine_db):
 
 def _unmigrated(db: str):
     """A connection to a history that no scanwatch has opened yet (`connect` would migrate it at once)."""
-    from pipelines.storage.engines import location_of
+    from pipelines.storage.destinations.impl import location_of
 
     location = location_of(db)
     if location.is_postgres:
-        from pipelines.storage.engines.postgres_engine import POSTGRES
+        from pipelines.storage.destinations.impl.postgres.factory import POSTGRES
 
         return POSTGRES.open(location)
-    from pipelines.storage.engines.duckdb_engine import DUCKDB
+    from pipelines.storage.destinations.impl.duckdb.factory import DUCKDB
 
     return DUCKDB.open(location.path)
 

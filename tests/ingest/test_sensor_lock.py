@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pipelines.defs.resources import HistoryResource
 from pipelines.defs.sensors import _pending
 from pipelines.storage import connect, merge_account
-from pipelines.storage.engines import duckdb_engine
+from pipelines.storage.destinations.impl.duckdb import errors as duckdb_engine
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 ACCOUNT = {"workspace": {"id": "ws", "name": "Acme"}, "plan": "pro", "api_access": {"allowed": True},
@@ -38,7 +38,7 @@ def _let_go(proc: subprocess.Popen[str]) -> None:
 
 
 class _Waits:
-    """duckdb_engine's clock, telling when the reader met the writer's lock and went to wait for it."""
+    """The DuckDB engine's clock, telling when the reader met the writer's lock and went to wait for it."""
 
     def __init__(self) -> None:
         self.met_lock = threading.Event()

@@ -23,7 +23,7 @@ import pytest
 
 from pipelines.commands import roles
 from pipelines.storage import connect, merge_issues
-from pipelines.storage.engines.sqltext import split, words
+from pipelines.storage.destinations.impl.postgres.sqltext import split, words
 from pipelines.storage.read_only import ReadRefused, execute_read_only
 from tests.backends import rows
 from tests.benchmarks.test_merge_unchanged import _issue
@@ -342,7 +342,7 @@ def test_the_notebook_api_creates_nothing_even_as_the_superuser(deployment):
 def test_without_the_lexer_at_all_the_server_still_refuses(deployment, monkeypatch, statement):
     """The lexer's checks replaced by nothing: the protocol refuses the second statement, the READ ONLY transaction
     the write, and a statement that ends the transaction or changes the session is the last thing that runs."""
-    from pipelines.storage import postgres_read
+    from pipelines.storage.destinations.impl.postgres import read_door as postgres_read
 
     monkeypatch.setattr(postgres_read, "_check", lambda sql: sql)
     before = _issues(deployment)

@@ -4,7 +4,8 @@ cause, never the caret (a lock-timeout line once ended in `^`)."""
 from __future__ import annotations
 
 from pipelines.core.history_location import HistoryLocation
-from pipelines.storage.engines.postgres_engine import _reason, describe_failure
+from pipelines.storage.destinations.impl.postgres.errors import describe_failure
+from pipelines.storage.destinations.impl.postgres.errors import driver_reason as _reason
 
 LOCATION = HistoryLocation.parse("postgresql://reader:s3cret-pass@127.0.0.1:5432/scanwatch")
 POSITIONED = Exception("canceling statement due to lock timeout\nLINE 1: SELECT * FROM issues FOR UPDATE\n"

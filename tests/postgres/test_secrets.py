@@ -199,7 +199,7 @@ def test_a_password_with_url_characters_appears_nowhere(pg_server, pg_database, 
     # a piece of the password, and the line says so without it.
     from pipelines.core.history_location import HistoryLocation
     from pipelines.storage import HistoryUnavailableError
-    from pipelines.storage.engines.postgres_engine import POSTGRES
+    from pipelines.storage.destinations.impl.postgres.factory import POSTGRES
 
     with pytest.raises(HistoryUnavailableError) as caught:
         POSTGRES.open(HistoryLocation(raw_horse))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines.core.sqlfiles import read_sql, sql_dir
-from pipelines.storage.engines.sqltext import UnterminatedError, split, to_pyformat, words
+from pipelines.storage.destinations.impl.postgres.sqltext import UnterminatedError, split, to_pyformat, words
 
 
 def test_statements_split_at_semicolons_of_sql_only():

@@ -14,8 +14,8 @@ import pytest
 
 from pipelines.storage import connect, migrate, schema_version
 from pipelines.storage import db as storage_db
-from pipelines.storage.engines import location_of
-from pipelines.storage.engines.postgres_engine import POSTGRES
+from pipelines.storage.destinations.impl import location_of
+from pipelines.storage.destinations.impl.postgres.factory import POSTGRES
 from tests.backends import rows
 from tests.history_dump import catalog
 

@@ -1,7 +1,6 @@
 """The account: plan, API access, quotas and credits; and which workspace a followed name stands for."""
 
 import dagster as dg
-import duckdb
 
 from pipelines.core.settings import DEFAULT_WORKSPACE
 from pipelines.core.sqlfiles import read_sql
@@ -9,13 +8,14 @@ from pipelines.defs.assets.step import partition_workspace, sync_step
 from pipelines.defs.partitions import WORKSPACES
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
 from pipelines.storage import merge_account
+from pipelines.storage.destinations import Connection
 
 
 class WorkspaceMismatchError(RuntimeError):
     """A followed name would mix two of the service's workspaces; the message says which and what to fix."""
 
 
-def bind_workspace(conn: duckdb.DuckDBPyConnection, label: str | None, workspace_id: str, name: str) -> None:
+def bind_workspace(conn: Connection, label: str | None, workspace_id: str, name: str) -> None:
     """Refuse, before anything is written, a key that answers for another workspace than the one its name
     already holds in the history (or for a workspace followed under another name). `None` is the unnamed
     workspace of the two variables, `default`, bound like any name: several keys under it would otherwise

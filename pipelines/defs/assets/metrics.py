@@ -45,7 +45,7 @@ def metrics_snapshot(
         rebuilt = reconstruct(conn, now=step.now, only_new=True)
         for result in rebuilt:
             context.log.info("reconstructed the past of %s", result.describe())
-    where = dg.MetadataValue.text(part.location) if conn.engine.name == "postgres" else \
+    where = dg.MetadataValue.text(part.location) if conn.engine.capabilities.holds_snapshot else \
         dg.MetadataValue.path(part.location)
     return dg.MaterializeResult(metadata={"path": where, "bytes": part.bytes, "parts_written": part.parts,
                                           "workspaces_reconstructed": len(rebuilt), **step.metadata})

@@ -24,7 +24,8 @@ from pipelines.core.settings import Settings
 from pipelines.defs.partitions import WORKSPACES
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
 from pipelines.storage import MergeResult, record_sync_run
-from pipelines.storage.engines import Connection
+from pipelines.storage.destinations import Connection
+from pipelines.storage.destinations.impl import engine_for
 from pipelines.storage.merge import record_api_access_lost
 from pipelines.storage.workspaces import current_workspace
 
@@ -172,16 +173,10 @@ def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: s
     """`reads_service` False: a step of the workspace that never calls the service (the snapshot).
 
     The run's deadline holds for the history too: a PostgreSQL connection of the step that does not answer by
-    then is cut (pipelines/storage/engines/deadline.py), however the run was launched."""
+    then is cut (`Engine.deadline`), however the run was launched."""
     location = history.location
-    if not location.is_postgres:
-        with _sync_step(context, name, history, service, workspace, reads_service=reads_service) as step:
-            yield step
-        return
-    from pipelines.storage.engines import deadline
-
-    reason = deadline.sync_reason(Settings.load().sync_deadline_seconds, location.masked)
-    with deadline.armed(sync_deadline(context) - time.time() + deadline.GRACE_SECONDS, reason), \
+    with engine_for(location).deadline(sync_deadline(context) - time.time(), Settings.load().sync_deadline_seconds,
+                                       location.masked), \
             _sync_step(context, name, history, service, workspace, reads_service=reads_service) as step:
         yield step
 

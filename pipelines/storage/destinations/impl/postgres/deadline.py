@@ -36,6 +36,7 @@ def sync_reason(limit_seconds: float, where: str) -> str:
 class Deadline:
     def __init__(self, seconds: float, reason: str) -> None:
         self.reason = reason
+        self.seconds = max(0.0, seconds)
         self.expired = False
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
         self._timer = threading.Timer(max(0.0, seconds), self.expire)

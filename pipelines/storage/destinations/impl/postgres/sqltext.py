@@ -8,7 +8,7 @@ SQL.
 
 It reads scanwatch's own files, and shapes friendly messages about a user's text: it is no boundary. The
 read door's safety comes from the server (one statement through the extended protocol, a READ ONLY
-transaction, the role; `pipelines/storage/postgres_read.py`), so a text this lexer misreads (a non-ASCII
+transaction, the role; `read_door.py` beside this file), so a text this lexer misreads (a non-ASCII
 identifier that ends in `$a$` reads here as the start of a dollar-quoted body) can only get a less helpful
 line, never past the door.
 """
@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+
+from pipelines.storage.destinations.base import Statement
 
 _IDENT_START = re.compile(r"[A-Za-z_\u0080-\uffff]")
 _IDENT = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]*")
@@ -113,14 +115,6 @@ def tokens(sql: str) -> Iterator[Token]:
         else:
             i += 1
     yield from code(n)
-
-
-@dataclass(frozen=True)
-class Statement:
-    """One statement of a file and the `$name` parameters it names, in order of first use."""
-
-    query: str
-    named_parameters: tuple[str, ...]
 
 
 def _meaningful(pieces: list[Token]) -> bool:

@@ -8,14 +8,14 @@ promise, not scanwatch's reading of the text.
   reader never queues behind a migration), and the connection is closed after it: a lone `COMMIT` ends a
   transaction that wrote nothing, and nothing runs after it.
 - The role is the boundary: before the statement runs, the door asks the server what its role could do
-  beyond reading (`sql/read/door_role.sql`: a superuser, the server-files roles, the owner of a history
+  beyond reading (`sql/engines/postgres/door_role.sql`: a superuser, the server-files roles, the owner of a history
   table or a role that may write one) and refuses in one line unless told to read as a writer
   (`as_writer`). What a reader role may execute is the recipe's business (`scanwatch roles`).
 - `--workspace`: the transaction is opened READ WRITE (a role with `default_transaction_read_only` can still
   make temporary views), creates the temporary views of one workspace's rows (`workspace_scope.py`), then
   turns READ ONLY before the user's statement; the closed connection drops the views. It is a filter; the
   workspace role of `scanwatch roles --workspace` is the boundary.
-- The lexer of `sqltext` only words refusals the server would make anyway (one statement, a read, no `$name`
+- The lexer of `sqltext.py` only words refusals the server would make anyway (one statement, a read, no `$name`
   parameter): the user gets a line about their query rather than the server's error, and a text the lexer
   misreads still meets the protocol, the transaction and the role.
 """
@@ -23,7 +23,7 @@ promise, not scanwatch's reading of the text.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -31,25 +31,24 @@ from psycopg import errors
 
 from pipelines.core.history_location import HistoryLocation
 from pipelines.core.sqlfiles import read_sql
-from pipelines.storage.engines.base import HistoryUnavailableError
-from pipelines.storage.engines.postgres_engine import POSTGRES, message_lines
-from pipelines.storage.engines.sqltext import UnterminatedError, split, words
+from pipelines.storage.destinations.errors import EXIT_BUSY, EXIT_ERROR, HistoryUnavailableError, ReadRefused
+from pipelines.storage.destinations.impl.postgres.errors import first_line
+from pipelines.storage.destinations.impl.postgres.sqltext import UnterminatedError, split, words
 
 READ_STARTS = {"select", "with", "values", "table", "show", "explain"}
 EXPLAIN_OPTIONS = {"analyze", "analyse", "verbose", "costs", "settings", "buffers", "wal", "timing", "summary",
                    "format", "text", "xml", "json", "yaml", "true", "false", "on", "off"}
 LOCK_TIMEOUT_MS = 2000
 FETCH_ROWS = 1000  # rows the server sends at a time: a result of any size is never held whole
-ROLE_FILE = "read/door_role.sql"
+ROLE_FILE = "engines/postgres/door_role.sql"
 AS_WRITER_HINT = "pass --as-writer (or set SCANWATCH_SQL_AS_WRITER=1) to read as it anyway"
 
 
-class Refused(Exception):
+class Refused(ReadRefused):
     """A read that cannot run; the message is one line, `busy` when the same command will work later."""
 
     def __init__(self, message: str, busy: bool = False) -> None:
-        super().__init__(message)
-        self.busy = busy
+        super().__init__(message, EXIT_BUSY if busy else EXIT_ERROR)
 
 
 def _check(sql: str) -> str:
@@ -101,17 +100,13 @@ def _some(names: list[str]) -> str:
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more tables" if len(names) > 3 else "")
 
 
-def _scope(conn: Any, workspace: str) -> None:
-    """The temporary views of one workspace's rows, made before the transaction turns read-only."""
-    from pipelines.storage.workspace_scope import UnknownWorkspaceError, scope_to_workspace
-
+def _scope(conn: Any, workspace: str, scope: Callable[[Any, str], None]) -> None:
+    """The temporary views of one workspace's rows (`scope`), made before the transaction turns read-only."""
     try:
-        scope_to_workspace(conn, workspace)
-    except UnknownWorkspaceError as exc:
-        raise Refused(str(exc)) from None
+        scope(conn, workspace)
     except errors.InsufficientPrivilege as exc:
         raise Refused(f"--workspace shows one workspace through temporary views, and the role of SCANWATCH_DB may "
-                      f"not create them ({_first_line(exc, conn.location)}): grant it TEMPORARY on the "
+                      f"not create them ({first_line(exc, conn.location)}): grant it TEMPORARY on the "
                       "database") from None
 
 
@@ -128,18 +123,12 @@ def _begin(conn: Any, workspace: str | None) -> None:
                       "point SCANWATCH_DB at the primary, or add WHERE workspace_id = '...' to the query") from None
 
 
-def _first_line(exc: BaseException, location: HistoryLocation) -> str:
-    """The server's message without its position lines (`LINE 1: ...` and a bare `^`)."""
-    lines = message_lines(exc)
-    return location.scrub(lines[0] if lines else type(exc).__name__)
-
-
 @contextlib.contextmanager
 def _translated(location: HistoryLocation, timeout: float | None, raw: Any) -> Iterator[None]:
     """Every error of the door as one line the user can act on."""
     try:
         yield
-    except Refused:
+    except ReadRefused:
         raise
     except errors.QueryCanceled:
         raise Refused(f"the query ran longer than {timeout:g} s and was stopped; narrow it, or give --timeout "
@@ -147,26 +136,26 @@ def _translated(location: HistoryLocation, timeout: float | None, raw: Any) -> I
     except errors.LockNotAvailable:
         raise Refused("a sync is changing the history's schema; try again in a moment", busy=True) from None
     except errors.ReadOnlySqlTransaction as exc:
-        raise Refused(f"the history is read-only here: {_first_line(exc, location)}") from None
+        raise Refused(f"the history is read-only here: {first_line(exc, location)}") from None
     except errors.InsufficientPrivilege as exc:
-        raise Refused(f"the history is read-only here: {_first_line(exc, location)} (the role of SCANWATCH_DB may "
+        raise Refused(f"the history is read-only here: {first_line(exc, location)} (the role of SCANWATCH_DB may "
                       "only read)") from None
     except errors.SyntaxError as exc:
-        raise Refused(f"query failed: {_first_line(exc, location)} (scanwatch sql runs one statement at a "
-                      "time)" if "multiple commands" in str(exc) else f"query failed: {_first_line(exc, location)}"
+        raise Refused(f"query failed: {first_line(exc, location)} (scanwatch sql runs one statement at a "
+                      "time)" if "multiple commands" in str(exc) else f"query failed: {first_line(exc, location)}"
                       ) from None
     except psycopg.OperationalError as exc:
         if raw.closed or raw.broken:
             raise Refused(f"lost the PostgreSQL server of the history at {location.masked}: "
-                          f"{_first_line(exc, location)}") from None
-        raise Refused(f"query failed: {_first_line(exc, location)}") from None
+                          f"{first_line(exc, location)}") from None
+        raise Refused(f"query failed: {first_line(exc, location)}") from None
     except psycopg.ProgrammingError as exc:
         if "didn't produce a result" in str(exc):
             raise Refused("the statement returned no rows: scanwatch sql runs reads (SELECT, WITH, VALUES, TABLE, "
                           "SHOW, EXPLAIN)") from None
-        raise Refused(f"query failed: {_first_line(exc, location)}") from None
+        raise Refused(f"query failed: {first_line(exc, location)}") from None
     except psycopg.Error as exc:
-        raise Refused(f"query failed: {_first_line(exc, location)}") from None
+        raise Refused(f"query failed: {first_line(exc, location)}") from None
 
 
 def _columns(raw: Any, statement: str) -> list[str]:
@@ -182,13 +171,14 @@ def _columns(raw: Any, statement: str) -> list[str]:
 
 @contextlib.contextmanager
 def opened(location: HistoryLocation, sql: str, *, timeout: float | None, workspace: str | None = None,
-           as_writer: bool = False) -> Iterator[tuple[list[str], Iterator[tuple[Any, ...]]]]:
+           as_writer: bool = False, scope: Callable[[Any, str], None] | None = None,
+           connect: Callable[[HistoryLocation], Any]) -> Iterator[tuple[list[str], Iterator[tuple[Any, ...]]]]:
     """The columns of one read statement and its rows as the server sends them, FETCH_ROWS at a time, in a
     READ ONLY transaction; with `workspace`, every table and view of the history shows that workspace's rows.
     The connection is closed when the block ends, whatever the statement did."""
     statement = _check(sql)
     try:
-        conn = POSTGRES.open(location, writer=False)
+        conn = connect(location)
     except HistoryUnavailableError as exc:
         raise Refused(str(exc)) from None
     raw = conn.raw
@@ -202,7 +192,9 @@ def opened(location: HistoryLocation, sql: str, *, timeout: float | None, worksp
                 raw.execute(f"SET LOCAL statement_timeout = {max(1, round(timeout * 1000))}")
             raw.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")
             if workspace is not None:
-                _scope(conn, workspace)
+                if scope is None:
+                    raise Refused("--workspace needs the history's workspace scope")
+                _scope(conn, workspace, scope)
                 raw.execute("SET TRANSACTION READ ONLY")
             cursor = psycopg.Cursor(raw)
             chunked = psycopg.capabilities.has_stream_chunked()
@@ -221,10 +213,3 @@ def _rows(first: tuple[Any, ...] | None, stream: Iterator[tuple[Any, ...]], loca
     yield first
     with _translated(location, timeout, raw):
         yield from stream
-
-
-def execute(location: HistoryLocation, sql: str, *, timeout: float | None, workspace: str | None = None,
-            as_writer: bool = False) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """`opened`, every row in a list (a notebook's DataFrame holds them anyway)."""
-    with opened(location, sql, timeout=timeout, workspace=workspace, as_writer=as_writer) as (columns, rows):
-        return columns, list(rows)

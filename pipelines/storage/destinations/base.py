@@ -1,26 +1,38 @@
-"""What every history engine does the same way, and the few hooks where DuckDB and PostgreSQL differ.
+"""What every history engine does the same way, and the hooks where DuckDB and PostgreSQL differ.
 
-Shaped like dlt's destinations: one job generator (`pipelines/storage/merge.py` and `upsert.py` compose the
+Shaped like dlt's destinations (`destinations/impl/<name>/` with its factory, SQL client and error
+mapping): one job generator (`pipelines/storage/merge.py` and `upsert.py` compose the
 staging, unchanged test, events and upsert of each entity) runs on every engine, and an engine overrides only
 what its database says differently: its capabilities, the parameter style, splitting a file of several
 statements, loading stage files, the typed casts, the row hash of the unchanged test, and how writers of one
-workspace take turns. The SQL files under `sql/` are one text that both engines run.
+workspace take turns, and what the commands ask of a history (opening it, its read-only door, a backup). The
+SQL files under `sql/` are one text that both engines run; what one engine alone runs is in its folder of
+`sql/engines/<name>/`. The engine is chosen once, by `pipelines/storage/destinations/impl/engine_for`: nothing
+else asks which engine answers.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pipelines.core.history_location import HistoryLocation
-from pipelines.storage.engines.sqltext import Statement
-from pipelines.storage.stage import NDJSON, StageFile, StageFormat
+from pipelines.storage.destinations.stage_format import NDJSON, StagedFile, StageFormat
+
+# The rows of a read: its column names and its rows, fetched as the caller iterates.
+ReadResult = tuple[list[str], Iterator[tuple[Any, ...]]]
 
 
-class HistoryUnavailableError(RuntimeError):
-    """The history's server cannot be reached or used; the message says what to fix, its URL masked."""
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a file and the `$name` parameters it names, in order of first use."""
+
+    query: str
+    named_parameters: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -42,17 +54,86 @@ class Capabilities:
     # PostgreSQL's stage tables live on the server, so its groups are larger: each group joins its stage
     # with the whole `issues` table, and 25 groups of a 390k-issue sync scanned it 25 times over.
     merge_group_bytes: int | None = None
+    # The history's location may carry a secret (a URL's password): whoever records it (Dagster's run
+    # storage) records the variable's name instead.
+    location_is_secret: bool = False
+    # The history can hold the metrics snapshot itself (`snapshot_parts`), for runs and an exporter that share
+    # no disk.
+    holds_snapshot: bool = False
+    # The server's roles decide who reads what (`scanwatch roles`); a file's readers are whoever may read it.
+    has_roles: bool = False
 
 
 class Engine:
     """The hooks; the defaults are DuckDB's dialect where PostgreSQL shares it."""
 
     name = "engine"
+    # The engine's own SQL under `sql/` (its migrations, and whatever only it runs): `engines/<name>`.
+    sql_folder = "engines/none"
     capabilities = Capabilities(single_writer=False, casts_can_fail=False, analyse_context=False)
     # Errors that mean another connection wrote the same thing first (DuckDB's optimistic transactions).
     conflicts: tuple[type[BaseException], ...] = ()
     # The error of a statement naming a table the history does not have (yet).
     missing_table: tuple[type[BaseException], ...] = ()
+
+    # --- opening
+    def connect(self, location: HistoryLocation, *, wait_seconds: float = 30.0) -> Connection:
+        """A read-write connection (the schema not yet checked: `pipelines.storage.db.connect` does)."""
+        raise NotImplementedError
+
+    def connect_reader(self, location: HistoryLocation, *, wait_seconds: float = 0.0) -> Connection:
+        """A connection for a brief read that never holds a writer back."""
+        raise NotImplementedError
+
+    def exists(self, location: HistoryLocation) -> bool:
+        """Whether there may be a history to read at `location` without creating one (a server answers for
+        itself when connected to)."""
+        return True
+
+    def writer_turns(self, location: HistoryLocation) -> contextlib.AbstractContextManager[None]:
+        """Held around one writer's connection: where the engine takes one writer at a time, writers of this
+        process take turns on it."""
+        return contextlib.nullcontext()
+
+    def holds_history(self, location: HistoryLocation, schema: Callable[[Any], int]) -> bool:
+        """Whether a history scanwatch wrote is at `location` (`schema(conn)` reads its schema version)."""
+        return self.exists(location)
+
+    def deadline(self, seconds: float, limit_seconds: float, where: str) -> contextlib.AbstractContextManager[Any]:
+        """A sync's deadline (`limit_seconds`, SCANWATCH_SYNC_DEADLINE_SECONDS) kept on this engine's connections
+        opened inside the block, `seconds` from now: each one is then cut, and the object the block gets says
+        so (`expired`, `reason`, and `seconds`, when it cuts). None where no wait on the engine can outlast
+        the process's own time limits."""
+        return contextlib.nullcontext()
+
+    @contextmanager
+    def mapped(self, conn: Connection) -> Iterator[None]:
+        """The driver's errors inside the block as scanwatch's own (HistoryQueryError), so that callers catch
+        no driver's exception."""
+        yield
+
+    def snapshot_store(self, conn: Connection, milestone: Callable[[str], None] | None) -> Any:
+        """The metrics snapshot's store inside the history (`capabilities.holds_snapshot`)."""
+        raise NotImplementedError(f"a {self.name} history holds no metrics snapshot")
+
+    # --- the read-only door, backups
+    def read_only(self, location: HistoryLocation, sql: str, *, timeout: float | None, workspace: str | None,
+                  as_writer: bool, wait: float, scope: Callable[[Any, str], None],
+                  check_schema: Callable[[Any], None]) -> contextlib.AbstractContextManager[ReadResult]:
+        """One read statement's columns and rows, the read-only promise kept (ReadRefused otherwise);
+        `scope(conn, workspace)` shows one workspace's rows, `check_schema(conn)` refuses a history older than
+        this code."""
+        raise NotImplementedError
+
+    def backup(self, location: HistoryLocation, dest: Path, *, wait: float) -> str:
+        """A consistent copy of the history at `dest` (BackupFailed otherwise); returns what kind of file."""
+        raise NotImplementedError
+
+    def restore(self, location: HistoryLocation, backup: Path, *, replace: bool, wait: float,
+                schema: Callable[[Any], int], newest: int) -> None:
+        """`backup` (what `backup` wrote) as the history at `location` (BackupFailed otherwise); `schema(conn)`
+        reads a history's schema version, `newest` is this code's."""
+        raise NotImplementedError
 
     # --- statements and parameters
     def split(self, raw: Any, sql: str) -> Sequence[Statement]:
@@ -71,7 +152,7 @@ class Engine:
         engine has a format of its own."""
         return NDJSON
 
-    def load_stage(self, conn: Connection, table: str, columns: Sequence[str], stages: Sequence[StageFile]) -> None:
+    def load_stage(self, conn: Connection, table: str, columns: Sequence[str], stages: Sequence[StagedFile]) -> None:
         """Append the stage files to the temp table `table`, every column as text (its last column, the order
         of arrival, as a number); a key a record lacks is NULL."""
         raise NotImplementedError

@@ -6,7 +6,6 @@
 -- PostgreSQL's alone: a DuckDB file answers a workspace's reads from its zone maps, and an ART index would hold
 -- the history's rows in scanwatch's memory (migration 011).
 -- Only adds objects (IF NOT EXISTS): harmless twice.
--- engines: postgres
 CREATE INDEX IF NOT EXISTS issues_workspace ON issues (workspace_id);
 CREATE INDEX IF NOT EXISTS issue_events_workspace ON issue_events (workspace_id);
 CREATE INDEX IF NOT EXISTS scans_workspace ON scans (workspace_id);

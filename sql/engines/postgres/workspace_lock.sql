@@ -1,4 +1,4 @@
--- The turn of one workspace's merges, until this transaction ends (storage/postgres_locks.sql says why a
+-- The turn of one workspace's merges, until this transaction ends (engines/postgres/locks.sql says why a
 -- row). Two statements: the second takes a fresh snapshot, so it finds the row a concurrent first merge of
 -- the workspace inserted, once that merge has committed and the insert here has stopped waiting for it.
 INSERT INTO scanwatch_workspace_locks (workspace_key) VALUES ($key) ON CONFLICT (workspace_key) DO NOTHING;

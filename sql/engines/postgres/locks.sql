@@ -1,5 +1,5 @@
 -- The turns of a PostgreSQL history's writers: one row per workspace, which a merge transaction locks
--- (storage/workspace_lock.sql) so that two syncs of one workspace merge in turn. A row lock rather than an
+-- (engines/postgres/workspace_lock.sql) so that two syncs of one workspace merge in turn. A row lock rather than an
 -- advisory lock, because the server keeps it from readers: `SELECT ... FOR UPDATE` needs the UPDATE
 -- privilege and a read-write transaction, which no reader role and no read door has, where any role may
 -- take any advisory lock and hold a workspace's syncs for as long as it likes. Installed with the

@@ -10,7 +10,6 @@
 -- DuckDB's alone: PostgreSQL keeps its keys' B-tree indexes on disk, in shared buffers, not in scanwatch's
 -- memory, and they serve the merge's lookups by id; its views bind to a table, not a name, and would not let
 -- it be dropped.
--- engines: duckdb
 CREATE TABLE issues_unkeyed (
     workspace_id      VARCHAR NOT NULL,
     id                VARCHAR NOT NULL,

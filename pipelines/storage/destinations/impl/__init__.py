@@ -1,0 +1,41 @@
+"""The one factory: the engine of a history, chosen by its location (`SCANWATCH_DB`, a path or a
+`postgresql://` URL). The rest of scanwatch sees a `Connection` that takes the SQL files' `$name` parameters
+whichever engine answers, and asks the engine itself for whatever differs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pipelines.core.history_location import HistoryLocation
+from pipelines.storage.destinations.base import Connection, Engine
+from pipelines.storage.destinations.impl.duckdb.factory import DUCKDB
+
+__all__ = ["DUCKDB", "as_connection", "engine_for", "location_of"]
+
+
+def location_of(db: str | Path | HistoryLocation) -> HistoryLocation:
+    """`db` as a location: a given location as it is, a `Path` always a DuckDB file, text as the setting reads."""
+    if isinstance(db, HistoryLocation):
+        return db
+    if isinstance(db, Path):
+        return HistoryLocation(str(db))
+    if not isinstance(db, str):
+        raise TypeError(f"a history is a path or a URL, not {type(db).__name__}")
+    return HistoryLocation.parse(db)
+
+
+def engine_for(db: str | Path | HistoryLocation) -> Engine:
+    """The engine of the history at `db`: the one place scanwatch decides it. PostgreSQL's driver is imported
+    only for a PostgreSQL history."""
+    if location_of(db).is_postgres:
+        from pipelines.storage.destinations.impl.postgres.factory import POSTGRES
+
+        return POSTGRES
+    return DUCKDB
+
+
+def as_connection(conn: Any) -> Connection:
+    """A history connection; a driver's own DuckDB connection (a test's, a benchmark's) is wrapped as one."""
+    return conn if isinstance(conn, Connection) else Connection(conn, DUCKDB)

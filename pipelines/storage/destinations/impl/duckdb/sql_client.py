@@ -1,0 +1,120 @@
+"""DuckDB's SQL client: the history file attached to this process's database, its settings, and the turns
+writers of one process take on it."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from pipelines.core.history_location import HistoryLocation
+from pipelines.storage.destinations.base import Connection, Engine
+
+# A sync's memory is bounded by its merge group (see merge.CHUNK_BYTES), not by the history: DuckDB spills to
+# `<db>.tmp` past this limit instead of growing with the workspace. 96 MB holds a merge group's stage tables
+# and the snapshot's aggregates; the issue tables carry no index that would have to fit in it as the history
+# grows (migration 011). One thread: scanwatch shares its host, and single-threaded DuckDB keeps one buffer
+# set instead of one per thread. Insertion order is never relied on (every read that cares says ORDER BY),
+# and keeping it costs memory in large loads.
+SETTINGS = {"memory_limit": "96MB", "threads": 1, "preserve_insertion_order": False}
+
+
+def configure(raw: duckdb.DuckDBPyConnection) -> None:
+    for name, value in SETTINGS.items():
+        raw.execute(f"SET {name} = '{value}'")
+
+
+class Attached(Connection):
+    """A history file attached to this process's one in-memory DuckDB for as long as a connection uses it.
+
+    Each new DuckDB database costs tens of milliseconds to create and to close (its catalog of built-in
+    functions), and a sync opens the history several times per step, so that a merge never holds the file
+    while the step waits on the service. Attaching the file to a database kept for the process costs a
+    fraction of that, and takes and releases DuckDB's file lock as a connection of its own would: the file is
+    detached (checkpointed, its lock released) when its last connection of the process closes.
+    """
+
+    _host: duckdb.DuckDBPyConnection | None = None
+    _host_pid = 0
+    _files: dict[str, list] = {}  # resolved path -> [alias, connections open]
+    _lock = threading.Lock()
+    _count = 0
+    _key = ""
+    _closed = False
+
+    @classmethod
+    def open(cls, path: Path, engine: Engine) -> Attached:
+        key = str(path.resolve())
+        with cls._lock:
+            host = cls._host_here(path)
+            entry = cls._files.get(key)
+            if entry is None:
+                cls._count += 1
+                alias = f"history_{cls._count}"
+                host.execute(f"ATTACH '{_quoted(str(path))}' AS {alias}")
+                entry = cls._files[key] = [alias, 0]
+            entry[1] += 1
+        try:
+            raw = host.cursor()
+            raw.execute(f"USE {entry[0]}")
+            raw.execute("SET TimeZone = 'UTC'")
+        except BaseException:
+            cls._release(key)
+            raise
+        conn = cls(raw, engine, HistoryLocation(str(path)))
+        conn._key = key
+        return conn
+
+    @classmethod
+    def _host_here(cls, first: Path) -> duckdb.DuckDBPyConnection:
+        """The process's database; a forked child makes its own (the parent's is the parent's). Its spill
+        folder is the first history's `<file>.tmp`, as that file's own database would have used."""
+        if cls._host is None or cls._host_pid != os.getpid():
+            host = duckdb.connect(":memory:")
+            configure(host)
+            host.execute(f"SET temp_directory = '{_quoted(str(first) + '.tmp')}'")
+            cls._host, cls._host_pid, cls._files = host, os.getpid(), {}
+        return cls._host
+
+    @classmethod
+    def _release(cls, key: str) -> None:
+        with cls._lock:
+            entry = cls._files.get(key)
+            if entry is None:
+                return
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del cls._files[key]
+                cls._host.execute(f"DETACH {entry[0]}")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.raw.close()
+        finally:
+            self._release(self._key)
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")
+
+
+_WRITERS: dict[str, threading.RLock] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+@contextmanager
+def file_writer(path: str | Path) -> Iterator[None]:
+    """DuckDB's file lock keeps other processes out, but connections of one process share the database, so
+    threads of one process (several workspaces synced at once) take turns on a lock of their own too."""
+    key = str(Path(path).resolve()) if str(path) != ":memory:" else ":memory:"
+    with _WRITERS_LOCK:
+        lock = _WRITERS.setdefault(key, threading.RLock())
+    with lock:
+        yield
