@@ -124,8 +124,21 @@ def _parse_header(text: str) -> dict[str, str]:
     return fields
 
 
+# Two kinds of placeholder, told apart by their syntax. `$name` is a bound parameter, in every file and on
+# every engine (the engine binds it: DuckDB itself, PostgreSQL through psycopg). `{name}` is a slot: text
+# written into the statement before it runs, where SQL cannot take a parameter (a table's name, a column
+# list, the engine's row hash in `sql/merge/`, a severity's name below). Slots are filled by `fill` alone.
+_SLOT = re.compile(r"\{([a-z_]+)\}")
+
+
+def fill(text: str, slots: Mapping[str, str]) -> str:
+    """`text` with each `{name}` slot written in from `slots` (KeyError for a slot without a value); `$name`
+    parameters are left to the engine."""
+    return _SLOT.sub(lambda m: slots[m.group(1)], text)
+
+
 # `/* each severity: EXPR, */` in a cookbook file: EXPR once per severity of the vocabulary, worst first, with
-# `{severity}` standing for its name. A column per severity is the one thing a query's text cannot say in SQL
+# the slot `{severity}` standing for its name. A column per severity is the one thing a query's text cannot say in SQL
 # that both engines run (DuckDB's PIVOT makes columns from rows; PostgreSQL has no such statement), and the
 # severities have one home (pipelines/core/vocabulary.py). Run as it stands, a file simply lacks those columns.
 _EACH_SEVERITY = re.compile(r"/\*\s*each severity:\s*(.*?)\s*\*/", re.DOTALL)
@@ -134,7 +147,7 @@ _EACH_SEVERITY = re.compile(r"/\*\s*each severity:\s*(.*?)\s*\*/", re.DOTALL)
 def expand_severities(text: str) -> str:
     """`text` with each `/* each severity: ... */` written out for every severity."""
     return _EACH_SEVERITY.sub(
-        lambda m: " ".join(m.group(1).replace("{severity}", name) for name in vocabulary.SEVERITIES), text)
+        lambda m: " ".join(fill(m.group(1), {"severity": name}) for name in vocabulary.SEVERITIES), text)
 
 
 _COOKBOOK_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

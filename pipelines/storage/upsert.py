@@ -1,17 +1,16 @@
 """Merge statements generated from an entity's column list, as dlt generates its merge jobs.
 
-The statement shapes live in `sql/merge/upsert.sql` and `sql/merge/unchanged.sql`; only the column lists
-are filled in here, from `Entity.columns`, and the row hash from the history's engine, so a field added to an
-entity (and its migration) reaches the stage, the unchanged test, the UPDATE and the INSERT with no other edit.
+The statement shapes live in `sql/merge/upsert.sql` and `sql/merge/unchanged.sql`; only their `{slot}`s are
+filled in here (`sqlfiles.fill`): the column lists from `Entity.columns`, and the row hash from the history's
+engine, so a field added to an entity (and its migration) reaches the stage, the unchanged test, the UPDATE
+and the INSERT with no other edit.
 """
 
 from __future__ import annotations
 
-from functools import cache
-from string import Template
 from typing import Any
 
-from pipelines.core.sqlfiles import read_sql
+from pipelines.core.sqlfiles import fill, read_sql
 from pipelines.storage.destinations import Engine
 from pipelines.storage.destinations.impl import DUCKDB, as_connection
 from pipelines.storage.entities import Entity
@@ -36,15 +35,10 @@ def _fields(entity: Entity, engine: Engine) -> dict[str, str]:
     }
 
 
-@cache
-def _template(name: str) -> Template:
-    return Template(read_sql(f"merge/{name}.sql"))
-
-
 def statements(template: str, entity: Entity, engine: Engine = DUCKDB) -> str:
     """`template` (`upsert` or `unchanged`) filled for `entity` on `engine`: the SQL that runs, for reading or
     testing."""
-    return _template(template).substitute(_fields(entity, engine))
+    return fill(read_sql(f"merge/{template}.sql"), _fields(entity, engine))
 
 
 def touch_unchanged(conn: Any, entity: Entity) -> None:

@@ -1,6 +1,6 @@
 """A DuckDB history file is attached to the process's one in-memory DuckDB while connections use it
-(pipelines/storage/destinations/impl/duckdb/sql_client.py): it must hold DuckDB's file lock exactly as long as a connection of
-its own would, and several files open in one process must never see each other's tables."""
+(pipelines/storage/destinations/impl/duckdb/sql_client.py): it must hold DuckDB's file lock exactly as long as
+a connection of its own would, and several files open in one process must never see each other's tables."""
 
 from __future__ import annotations
 

@@ -93,8 +93,8 @@ class DuckDBEngine(Engine):
         files = [stage.path for stage in stages]
         *text, seq = columns
         spec = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in text) + f", '{seq}': 'BIGINT'" + "}"
-        conn.execute(f"INSERT INTO {table} SELECT * FROM read_json(?, format='newline_delimited', columns={spec})",
-                     [[str(f) for f in files]])
+        conn.execute(f"INSERT INTO {table} SELECT * FROM read_json($files, format='newline_delimited', "
+                     f"columns={spec})", {"files": [str(f) for f in files]})
 
     def cast(self, expression: str, sql_type: str, *, catching: bool = True) -> str:
         if sql_type == "INTEGER":

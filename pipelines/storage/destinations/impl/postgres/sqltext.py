@@ -1,164 +1,141 @@
 """Reading SQL text the way PostgreSQL does, for what DuckDB's parser does for itself.
 
 scanwatch's files name their parameters `$name` and a file may hold several statements. DuckDB splits and
-binds them itself (`extract_statements`); for PostgreSQL, whose driver knows neither, this lexer finds the
-statements, the parameters each names and the words it is made of, skipping string literals, quoted
-identifiers, comments and dollar-quoted bodies, so a `;` or a `$` inside one of them is never taken for
-SQL.
+binds them itself (`extract_statements`); for PostgreSQL, whose driver knows neither, SQLGlot's PostgreSQL
+tokenizer finds the statements, the parameters each names and the words it is made of: string literals,
+quoted identifiers, comments and dollar-quoted bodies are tokens of their own (or no token), so a `;` or a
+`$` inside one of them is never taken for SQL. Every piece is cut from the text by the tokens' offsets, so a
+statement is sent exactly as written.
 
 It reads scanwatch's own files, and shapes friendly messages about a user's text: it is no boundary. The
 read door's safety comes from the server (one statement through the extended protocol, a READ ONLY
-transaction, the role; `read_door.py` beside this file), so a text this lexer misreads (a non-ASCII
-identifier that ends in `$a$` reads here as the start of a dollar-quoted body) can only get a less helpful
-line, never past the door.
+transaction, the role; `read_door.py` beside this file), so a text the tokenizer misreads can only get a
+less helpful line, never past the door.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache
+
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
 
 from pipelines.storage.destinations.base import Statement
 
-_IDENT_START = re.compile(r"[A-Za-z_\u0080-\uffff]")
-_IDENT = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]*")
-_TAG = re.compile(r"\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$")
-_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_TOKENIZER = Postgres().tokenizer_class()
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _WORD = re.compile(r"[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*")
+# Tokens whose text is a literal or a quoted name: never code, never a parameter.
+_LITERALS = {TokenType.STRING, TokenType.BYTE_STRING, TokenType.NATIONAL_STRING, TokenType.RAW_STRING,
+             TokenType.HEREDOC_STRING, TokenType.BIT_STRING, TokenType.HEX_STRING, TokenType.UNICODE_STRING,
+             TokenType.IDENTIFIER}
 
 
 class UnterminatedError(ValueError):
     """A string, quoted name, comment or dollar-quoted body that never ends."""
 
 
-@dataclass(frozen=True)
-class Token:
-    kind: str  # code, string, ident (a quoted name), comment, dollar (a dollar-quoted body), param, semicolon
-    text: str
+@lru_cache(maxsize=1024)
+def _tokens(sql: str) -> tuple[Token, ...]:
+    try:
+        tokens = tuple(_TOKENIZER.tokenize(sql))
+    except TokenError:
+        raise UnterminatedError("a quoted string, name or dollar-quoted body never ends") from None
+    rest = sql[tokens[-1].end + 1:] if tokens else sql
+    if "/*" in rest and _open_comment(rest):  # the tokenizer takes such a comment to the end silently
+        raise UnterminatedError("a /* comment never ends")
+    return tokens
 
 
-def tokens(sql: str) -> Iterator[Token]:
-    """The text in pieces; `code` pieces hold everything outside literals, names and comments."""
-    i, n, start = 0, len(sql), 0
-
-    def code(upto: int) -> Iterator[Token]:
-        if upto > start:
-            yield Token("code", sql[start:upto])
-
-    while i < n:
-        c = sql[i]
-        nxt = sql[i + 1] if i + 1 < n else ""
-        if c == "-" and nxt == "-":
-            yield from code(i)
-            end = sql.find("\n", i)
-            end = n if end < 0 else end
-            yield Token("comment", sql[i:end])
-            i = start = end
-        elif c == "/" and nxt == "*":
-            yield from code(i)
-            depth, j = 1, i + 2
-            while depth and j < n:
-                if sql.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif sql.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            if depth:
-                raise UnterminatedError("a /* comment never ends")
-            yield Token("comment", sql[i:j])
-            i = start = j
-        elif c in "'\"":
-            yield from code(i)
-            escapes = c == "'" and i > 0 and sql[i - 1] in "eE" and (i < 2 or not sql[i - 2].isalnum())
-            j = i + 1
-            while True:
-                if j >= n:
-                    raise UnterminatedError("a quoted string or name never ends")
-                if escapes and sql[j] == "\\":
-                    j += 2
-                    continue
-                if sql[j] == c:
-                    if j + 1 < n and sql[j + 1] == c:
-                        j += 2
-                        continue
-                    break
-                j += 1
-            yield Token("string" if c == "'" else "ident", sql[i:j + 1])
-            i = start = j + 1
-        elif c == "$":
-            tag = _TAG.match(sql, i)
-            param = _PARAM.match(sql, i)
-            preceded = i > 0 and (sql[i - 1].isalnum() or sql[i - 1] in "_$")
-            if tag and not preceded:
-                yield from code(i)
-                end = sql.find(tag.group(0), tag.end())
-                if end < 0:
-                    raise UnterminatedError("a dollar-quoted body never ends")
-                end += len(tag.group(0))
-                yield Token("dollar", sql[i:end])
-                i = start = end
-            elif param and not preceded:
-                yield from code(i)
-                yield Token("param", param.group(0))
-                i = start = param.end()
-            else:
-                i += 1
-        elif c == ";":
-            yield from code(i)
-            yield Token("semicolon", ";")
-            i = start = i + 1
-        elif _IDENT_START.match(c):
-            i = _IDENT.match(sql, i + 1).end()
+def _open_comment(rest: str) -> bool:
+    """Whether text after the last token (comments and whitespace) ends inside a /* comment."""
+    depth = i = 0
+    while i < len(rest):
+        if rest.startswith("--", i) and depth == 0:
+            newline = rest.find("\n", i)
+            i = len(rest) if newline < 0 else newline
+        elif rest.startswith("/*", i):
+            depth, i = depth + 1, i + 2
+        elif rest.startswith("*/", i) and depth:
+            depth, i = depth - 1, i + 2
         else:
             i += 1
-    yield from code(n)
+    return depth > 0
 
 
-def _meaningful(pieces: list[Token]) -> bool:
-    return any(t.kind not in ("comment",) and t.text.strip() for t in pieces)
+def _parameters(tokens: tuple[Token, ...]) -> dict[int, str]:
+    """Index of each `$` that starts a `$name` parameter -> the name (the name's token follows it at once)."""
+    found = {}
+    for i, token in enumerate(tokens[:-1]):
+        after = tokens[i + 1]
+        if token.token_type == TokenType.PARAMETER and after.start == token.end + 1 \
+                and after.token_type not in _LITERALS and _NAME.match(after.text):
+            found[i] = after.text
+    return found
 
 
 @lru_cache(maxsize=512)
 def split(sql: str) -> tuple[Statement, ...]:
     """The statements of `sql`, each with the parameters it names; comments stay with the statement after them."""
+    tokens = _tokens(sql)
+    params = _parameters(tokens)
     found: list[Statement] = []
-    pieces: list[Token] = []
-    for token in [*tokens(sql), Token("semicolon", "")]:
-        if token.kind != "semicolon":
-            pieces.append(token)
+    start, first = 0, 0
+    for i, token in enumerate([*tokens, None]):
+        if token is not None and token.token_type != TokenType.SEMICOLON:
             continue
-        if _meaningful(pieces):
-            names = tuple(dict.fromkeys(t.text[1:] for t in pieces if t.kind == "param"))
-            found.append(Statement("".join(t.text for t in pieces).strip(), names))
-        pieces = []
+        end = token.start if token is not None else len(sql)
+        if i > first:  # a token between two semicolons: a statement, not a comment alone
+            names = tuple(dict.fromkeys(params[j] for j in range(first, i) if j in params))
+            found.append(Statement(sql[start:end].strip(), names))
+        start = end + 1
+        first = i + 1
     return tuple(found)
 
 
 @lru_cache(maxsize=1024)
 def to_pyformat(sql: str, positional: bool = False) -> str:
-    """`sql` for psycopg: `$name` becomes `%(name)s` (or `?` becomes `%s`) and a literal `%` is doubled."""
+    """`sql` for psycopg: `$name` becomes `%(name)s` (or `?` becomes `%s`) and a literal `%` is doubled; text in
+    literals, quoted names and comments is left as written."""
+    tokens = _tokens(sql)
+    params = _parameters(tokens)
     out: list[str] = []
-    for token in tokens(sql):
-        if token.kind == "param":
-            out.append(f"%({token.text[1:]})s")
-        elif token.kind == "code":
-            text = token.text.replace("%", "%%")
-            out.append(text.replace("?", "%s") if positional else text)
+    at = 0
+    skip = -1
+    for i, token in enumerate(tokens):
+        out.append(sql[at:token.start])  # whitespace and comments between tokens
+        at = token.end + 1
+        piece = sql[token.start:at]
+        if i == skip:
+            continue
+        if i in params:
+            out.append(f"%({params[i]})s")
+            skip = i + 1
+            at = tokens[i + 1].end + 1
+        elif token.token_type in _LITERALS:
+            out.append(piece)
+        elif positional and token.token_type == TokenType.PLACEHOLDER and piece == "?":
+            out.append("%s")
         else:
-            out.append(token.text)
+            out.append(piece.replace("%", "%%"))
+    out.append(sql[at:])
     return "".join(out)
 
 
 def words(sql: str) -> list[str]:
     """The bare words of `sql` outside literals and comments, lower-cased (keywords, names, function names);
     a quoted name counts as the word it spells."""
+    tokens = _tokens(sql)
+    params = _parameters(tokens)
+    names = {i + 1 for i in params}
     found: list[str] = []
-    for token in tokens(sql):
-        if token.kind == "code":
+    for i, token in enumerate(tokens):
+        if i in names:
+            continue
+        if token.token_type == TokenType.IDENTIFIER:
+            found.append(token.text.lower())
+        elif token.token_type not in _LITERALS:  # a keyword of several words (ORDER BY) is one token
             found += [w.lower() for w in _WORD.findall(token.text)]
-        elif token.kind == "ident":
-            found.append(token.text[1:-1].replace('""', '"').lower())
     return found
