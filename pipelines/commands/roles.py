@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any
 
-from pipelines.core.sqlfiles import read_sql
+from pipelines.core.sqlfiles import fill, read_sql
 
 WRITER, READER, VIEWS, GRAFANA = "scanwatch_writer", "scanwatch_reader", "scanwatch_views", "scanwatch_grafana"
 # A reader's limits: a query that runs for long, spills gigabytes to temporary files or sorts in a large
@@ -58,19 +58,19 @@ def workspace_role(label: str) -> str:
 
 def reader_limits(role: str, *, temp_file_limit: str, statement_timeout: str, work_mem: str) -> str:
     """The limits every reading role gets (the reader, Grafana's, each workspace's), from one file."""
-    return read_sql("roles/reader_limits.sql").format(
+    return fill(read_sql("roles/reader_limits.sql"), dict(
         role=ident(role), temp_file_limit=literal(temp_file_limit), statement_timeout=literal(statement_timeout),
-        work_mem=literal(work_mem)).rstrip("\n")
+        work_mem=literal(work_mem))).rstrip("\n")
 
 
 def recipe(*, schema: str = "public", temp_file_limit: str = TEMP_FILE_LIMIT,
            statement_timeout: str = STATEMENT_TIMEOUT, work_mem: str = WORK_MEM) -> str:
     """The roles every history has: writer, reader, views and Grafana's, with the revocations."""
     limits = {"temp_file_limit": temp_file_limit, "statement_timeout": statement_timeout, "work_mem": work_mem}
-    return read_sql("roles/base.sql").format(
+    return fill(read_sql("roles/base.sql"), dict(
         writer=ident(WRITER), reader=ident(READER), views=ident(VIEWS), grafana=ident(GRAFANA),
         schema=ident(schema), reader_limits=reader_limits(READER, **limits),
-        grafana_limits=reader_limits(GRAFANA, **limits))
+        grafana_limits=reader_limits(GRAFANA, **limits)))
 
 
 def workspace_recipe(conn: Any, label: str, *, schema: str, temp_file_limit: str = TEMP_FILE_LIMIT,
@@ -81,22 +81,22 @@ def workspace_recipe(conn: Any, label: str, *, schema: str, temp_file_limit: str
 
     workspace_id = workspace_id_of(conn, label)
     role = ident(workspace_role(label))
-    parts = [read_sql("roles/workspace.sql").format(
+    parts = [fill(read_sql("roles/workspace.sql"), dict(
         role=role, schema=ident(schema),
         limits=reader_limits(workspace_role(label), temp_file_limit=temp_file_limit,
-                             statement_timeout=statement_timeout, work_mem=work_mem))]
+                             statement_timeout=statement_timeout, work_mem=work_mem)))]
     for table, column, has_label, _, _ in conn.execute(read_sql("read/history_tables.sql")).fetchall():
         if column is None:
-            parts.append(read_sql("roles/shared_table.sql").format(table=ident(table), role=role))
+            parts.append(fill(read_sql("roles/shared_table.sql"), {"table": ident(table), "role": role}))
             continue
         condition = f"{ident(column)} = {literal(workspace_id)}"
         if column == "name":  # a snapshot part is named by the id, or by the followed name before the id is known
             condition += f" OR {ident(column)} = {literal(label)}"
         elif has_label:  # a failed run recorded before its workspace's id was known carries only the name
             condition += f" OR (workspace_id IS NULL AND workspace_label = {literal(label)})"
-        parts.append(read_sql("roles/workspace_table.sql").format(
+        parts.append(fill(read_sql("roles/workspace_table.sql"), dict(
             table=ident(table), reader=ident(READER), role=role, condition=condition,
-            policy=role))  # one policy per role: two names of one workspace are two roles
+            policy=role)))  # one policy per role: two names of one workspace are two roles
     return "\n".join(parts)
 
 

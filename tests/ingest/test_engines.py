@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from pipelines.storage import connect, merge_account, merge_issues, migrate, schema_version
 from pipelines.storage import db as storage_db
 from tests.backends import columns, dump, is_postgres, rows, value
@@ -40,16 +42,10 @@ def test_migration_11_keeps_its_keys_on_postgresql_only(engine_db):
 
 def _unmigrated(db: str):
     """A connection to a history that no scanwatch has opened yet (`connect` would migrate it at once)."""
-    from pipelines.storage.destinations.impl import location_of
+    from pipelines.storage.destinations.impl import engine_for, location_of
 
     location = location_of(db)
-    if location.is_postgres:
-        from pipelines.storage.destinations.impl.postgres.factory import POSTGRES
-
-        return POSTGRES.open(location)
-    from pipelines.storage.destinations.impl.duckdb.factory import DUCKDB
-
-    return DUCKDB.open(location.path)
+    return engine_for(location).connect(location)
 
 
 def test_a_history_at_an_older_schema_is_carried_forward_with_its_rows(engine_db):
@@ -151,3 +147,14 @@ def test_the_account_is_flattened_and_every_quota_kept(engine_db):
         ("quotas", "new_quota", "used", "lots"), ("account", None, "workspace_id", None)]
     assert again.rejected == 1 and again.rows["accounts"] == 0  # an account without a workspace changes nothing
     assert "ai_fix" in value(engine_db, "SELECT CAST(features AS VARCHAR) FROM accounts")
+
+
+def test_a_failed_read_is_scanwatchs_own_error_whichever_engine(engine_db):
+    """A caller (the sensor's look at a workspace's queued scans) catches scanwatch's HistoryError, never a
+    driver's: the engine maps its driver's error, with the driver's line kept."""
+    from pipelines.storage import HistoryError, HistoryQueryError, connect, reader
+
+    connect(engine_db).close()
+    with pytest.raises(HistoryQueryError) as caught, reader(engine_db) as conn:
+        conn.execute("SELECT * FROM no_such_table").fetchall()
+    assert isinstance(caught.value, HistoryError) and "no_such_table" in caught.value.line
