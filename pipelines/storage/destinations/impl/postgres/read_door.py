@@ -171,10 +171,11 @@ def _columns(raw: Any, statement: str) -> list[str]:
 
 @contextlib.contextmanager
 def opened(location: HistoryLocation, sql: str, *, timeout: float | None, workspace: str | None = None,
-           as_writer: bool = False, scope: Callable[[Any, str], None] | None = None,
+           as_writer: bool = False, scope: Callable[[Any, str], None],
            connect: Callable[[HistoryLocation], Any]) -> Iterator[tuple[list[str], Iterator[tuple[Any, ...]]]]:
     """The columns of one read statement and its rows as the server sends them, FETCH_ROWS at a time, in a
-    READ ONLY transaction; with `workspace`, every table and view of the history shows that workspace's rows.
+    READ ONLY transaction; with `workspace`, every table and view of the history shows that workspace's rows
+    (`scope` makes its temporary views). `connect` opens a reader's connection (the engine's).
     The connection is closed when the block ends, whatever the statement did."""
     statement = _check(sql)
     try:
@@ -192,8 +193,6 @@ def opened(location: HistoryLocation, sql: str, *, timeout: float | None, worksp
                 raw.execute(f"SET LOCAL statement_timeout = {max(1, round(timeout * 1000))}")
             raw.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")
             if workspace is not None:
-                if scope is None:
-                    raise Refused("--workspace needs the history's workspace scope")
                 _scope(conn, workspace, scope)
                 raw.execute("SET TRANSACTION READ ONLY")
             cursor = psycopg.Cursor(raw)
