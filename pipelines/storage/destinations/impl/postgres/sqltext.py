@@ -24,7 +24,15 @@ from sqlglot.tokens import Token, TokenType
 
 from pipelines.storage.destinations.base import Statement
 
-_TOKENIZER = Postgres().tokenizer_class()
+
+class _Tokenizer(Postgres.Tokenizer):
+    """PostgreSQL's tokens, every statement lexed through: SQLGlot keeps the rest of a "command" (EXPLAIN, SHOW,
+    FETCH, ...) as one raw string, which would hide its words, literals and semicolons."""
+
+    COMMANDS: set = set()
+
+
+_TOKENIZER = _Tokenizer(dialect=Postgres())
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _WORD = re.compile(r"[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*")
 # Tokens whose text is a literal or a quoted name: never code, never a parameter.
