@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from pipelines.snapshot.catalogue import RULE_SERIES, past_series
 from pipelines.snapshot.labels import label_values
@@ -60,7 +60,7 @@ def recording_rules(files: list[Path]) -> list[tuple[str, str, dict[str, str]]]:
     return rules
 
 
-def rule_pasts(rules: Iterable[tuple[str, str, dict]] | None = None) -> dict[str, RulePast]:
+def rule_pasts(rules: Iterable[tuple[str, str, dict[str, Any]]] | None = None) -> dict[str, RulePast]:
     """The catalogue's rule series, read from the shipped recording rules (or `rules`: (record, expr, labels))."""
     if rules is None:
         from pipelines.core.package_files import rule_files

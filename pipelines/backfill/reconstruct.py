@@ -13,9 +13,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pipelines.core.sqlfiles import execute_file, read_sql, transaction
-from pipelines.core.vocabulary import history_days_params
+from pipelines.core.vocabulary import SEVERITIES, history_days_params
 from pipelines.storage.engines import as_connection
-from pipelines.storage.entities import SEVERITIES
 
 DAY = timedelta(days=1)
 

@@ -263,7 +263,7 @@ def scratch_prometheus(binary: str, data_dir: Path, work: Path) -> Iterator[str]
         log.close()
 
 
-def query_range(url: str, expr: str, start: float, end: float, step: float) -> list[dict]:
+def query_range(url: str, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
     """A Prometheus API's range query; a user and password in `url` go in a header, never in a message."""
     import base64
 

@@ -22,6 +22,7 @@ import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import dagster as dg
 
@@ -43,7 +44,7 @@ MAX_RUN_THREADS = 8
 @dataclass
 class Outcome:
     success: bool
-    metadata: dict[str, dict] = field(default_factory=dict)
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
     failed_step: str | None = None
     error: object | None = None
     failed_checks: list[str] = field(default_factory=list)
