@@ -44,12 +44,13 @@ class Workspace:
 
     @property
     def project_limit(self) -> int:
-        return self.spec["projects"] + self.extra_projects
+        included: int = self.spec["projects"]
+        return included + self.extra_projects
 
     def quota_limit(self, name: str) -> int:
         """Each project beyond those included adds its share of the plan's quota."""
-        base = self.spec[name]
-        included = self.spec["projects"]
+        base: int = self.spec[name]
+        included: int = self.spec["projects"]
         return base + (base * self.extra_projects) // included
 
 
