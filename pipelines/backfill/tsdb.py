@@ -97,7 +97,7 @@ class Outcome:
     end: datetime | None = None
     blocks: list[str] = field(default_factory=list)
     workspaces: int = 0
-    series: set[tuple] = field(default_factory=set)
+    series: set[tuple[str, tuple[tuple[str, str], ...]]] = field(default_factory=set)  # (name, labels)
     skipped_days: int = 0  # days a block already in the folder covers
 
     def note(self, chunk: datetime, chunk_end: datetime, samples: list[Sample]) -> None:
@@ -218,7 +218,8 @@ def _free_port() -> int:
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 @contextmanager
@@ -272,7 +273,7 @@ def query_range(url: str, expr: str, start: float, end: float, step: float) -> l
     if parts.username is not None:
         pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
         headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-        parts = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))
+        parts = parts._replace(netloc=(parts.hostname or "") + (f":{parts.port}" if parts.port else ""))
     query = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
     request = urllib.request.Request(f"{parts.geturl()}/api/v1/query_range?{query}", headers=headers)
     try:
@@ -284,7 +285,8 @@ def query_range(url: str, expr: str, start: float, end: float, step: float) -> l
                             "or --no-rules") from None
     if body.get("status") != "success":
         raise BackfillError(f"rule expression {expr!r} failed: {body.get('error')}")
-    return body["data"]["result"]
+    result: list[dict[str, Any]] = body["data"]["result"]  # Prometheus's API: a matrix, one object per series
+    return result
 
 
 def rule_batches(url: str, plan: Plan, outcome: Outcome) -> Iterator[list[Sample]]:
@@ -346,12 +348,13 @@ class BlocksSink:
     def __init__(self, plan: Plan, work: Path) -> None:
         assert plan.data_dir is not None
         self.plan, self.work = plan, work
+        self.data_dir = plan.data_dir
         self.promtool = find_tool(plan.promtool)
         self.prometheus = find_tool(plan.prometheus) if plan.rule_files else None
         self.days_dir = work / "days"
         self.days_dir.mkdir()
         self.scratch = Spool(work) if plan.rule_files else None
-        self.existing = existing_blocks(plan.data_dir)
+        self.existing = existing_blocks(self.data_dir)
         self.skipped: set[int] = set()
         self.kept: set[int] = set()
         self.stop_ms = 0
@@ -444,7 +447,7 @@ class BlocksSink:
             shutil.rmtree(folder)
         create_blocks(self.promtool, document, out)
         document.unlink()
-        moved = _move_blocks(out, self.plan.data_dir)
+        moved = _move_blocks(out, self.data_dir)
         out.rmdir()
         return moved
 

@@ -21,10 +21,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from pipelines.core.text import printable
 from pipelines.storage.read_only import DEFAULT_WAIT, ReadRefused, while_locked
+
+if TYPE_CHECKING:
+    from pipelines.core.history_location import HistoryLocation
 
 EXIT_USAGE = 2
 
@@ -51,7 +55,7 @@ def add_history_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"seconds to wait for a sync holding a DuckDB history (default {DEFAULT_WAIT:g})")
 
 
-def history_location(given: str | None):  # -> HistoryLocation
+def history_location(given: str | None) -> HistoryLocation:
     from pipelines.core.history_location import HistoryLocation
     from pipelines.core.settings import ConfigError, Settings
 
@@ -109,7 +113,7 @@ def _duckdb_copy(db: Path, dest: Path, wait: float) -> None:
     os.replace(partial, dest)
 
 
-def _pg_dump(location, dest: Path) -> None:
+def _pg_dump(location: HistoryLocation, dest: Path) -> None:
     program = shutil.which("pg_dump")
     if program is None:
         raise BackupError("pg_dump not found: install PostgreSQL's client tools (Debian: postgresql-client), of "
@@ -125,7 +129,7 @@ def _pg_dump(location, dest: Path) -> None:
     os.replace(partial, dest)
 
 
-def libpq_target(location) -> tuple[str, dict[str, str]]:
+def libpq_target(location: HistoryLocation) -> tuple[str, dict[str, str]]:
     """The URL without its password, and an environment giving the password as `PGPASSWORD`: a password on a
     command line is visible to every user of the host (`ps`)."""
     parts = urlsplit(location.url)

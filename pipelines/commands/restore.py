@@ -22,10 +22,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipelines.commands.backup import EXIT_USAGE, BackupError, add_history_arguments, history_location, libpq_target
 from pipelines.core.text import printable
 from pipelines.storage.read_only import ReadRefused, while_locked
+
+if TYPE_CHECKING:
+    from pipelines.core.history_location import HistoryLocation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +83,7 @@ def _duckdb_restore(db: Path, backup: Path, replace: bool, wait: float) -> None:
     Path(str(db) + ".wal").unlink(missing_ok=True)  # a WAL of the replaced file belongs to it alone
 
 
-def _pg_restore(location, backup: Path, replace: bool) -> None:
+def _pg_restore(location: HistoryLocation, backup: Path, replace: bool) -> None:
     program = shutil.which("pg_restore")
     if program is None:
         raise BackupError("pg_restore not found: install PostgreSQL's client tools (Debian: postgresql-client)")
@@ -98,7 +102,7 @@ def _pg_restore(location, backup: Path, replace: bool) -> None:
         raise BackupError(f"pg_restore into {location.masked} failed, nothing was changed: {reason}")
 
 
-def _holds_history(location) -> bool:
+def _holds_history(location: HistoryLocation) -> bool:
     from pipelines.storage import HistoryUnavailableError
     from pipelines.storage.db import reader, schema_version
 
