@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pipelines.backfill import reconstruct as rc
 from pipelines.backfill.openmetrics import (
@@ -61,6 +61,9 @@ from pipelines.backfill.openmetrics import (
 from pipelines.core import milestones
 from pipelines.core.sqlfiles import read_sql
 from pipelines.core.vocabulary import history_days_params
+
+if TYPE_CHECKING:
+    from pipelines.storage.engines import Connection
 
 # The longest block a production store takes: Mimir's largest compaction range, Prometheus's own
 # recommendation for backfilled blocks. promtool rounds it down to its 18 h range.
@@ -145,7 +148,7 @@ class Span:
     stop: datetime
 
 
-def past_spans(conn: Any, plan: Plan, now: datetime | None = None) -> list[Span]:
+def past_spans(conn: Connection, plan: Plan, now: datetime | None = None) -> list[Span]:
     """Every observed workspace's past, before any sample is written (the outputs check their receiver against
     the oldest). Never at or after the first sync, `--end`, or now."""
     now = now or datetime.now(UTC)
@@ -164,7 +167,7 @@ def past_spans(conn: Any, plan: Plan, now: datetime | None = None) -> list[Span]
     return spans
 
 
-def past_chunks(conn: Any, plan: Plan, spans: list[Span]) -> Iterator[tuple[datetime, datetime, list[Sample]]]:
+def past_chunks(conn: Connection, plan: Plan, spans: list[Span]) -> Iterator[tuple[datetime, datetime, list[Sample]]]:
     """(chunk start, chunk end, samples) workspace by workspace, one chunk of steps at a time: each series's
     samples come in time order (the query sorts them), and memory holds one chunk, whatever the history's
     length."""
@@ -186,7 +189,7 @@ def past_chunks(conn: Any, plan: Plan, spans: list[Span]) -> Iterator[tuple[date
         rc.drop_temp(conn)
 
 
-def write_series(conn: Any, plan: Plan, path: Path) -> Outcome:
+def write_series(conn: Connection, plan: Plan, path: Path) -> Outcome:
     """Every observed workspace's past, as one OpenMetrics file; holds one chunk of steps at a time."""
     outcome = Outcome()
     spool = Spool(path.parent)
@@ -467,7 +470,7 @@ def _move_blocks(source: Path, data_dir: Path) -> list[str]:
     return moved
 
 
-def backfill(conn: Any, plan: Plan, sink: Sink | None = None, *,
+def backfill(conn: Connection, plan: Plan, sink: Sink | None = None, *,
              announce: Any = None) -> Outcome:
     """Stream the past into `sink` (default: blocks into `plan.data_dir`); returns what was written.
     `announce` receives the one line saying what the store must allow, before anything is sent."""

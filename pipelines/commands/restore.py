@@ -62,11 +62,12 @@ def _duckdb_restore(db: Path, backup: Path, replace: bool, wait: float) -> None:
     import duckdb
 
     from pipelines.storage.db import latest_version, schema_version
+    from pipelines.storage.engines import DUCKDB, Connection
 
     if (db.exists() or db.is_symlink()) and not replace:
         raise BackupError(f"a history is already at {db}: give --replace to replace it with {backup}", EXIT_USAGE)
     try:
-        with duckdb.connect(str(backup), read_only=True) as con:
+        with Connection(duckdb.connect(str(backup), read_only=True), DUCKDB) as con:
             version = schema_version(con)
     except duckdb.Error as exc:
         raise BackupError(f"{backup} is not a DuckDB history: {_first_line(exc)}") from None

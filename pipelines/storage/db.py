@@ -14,7 +14,6 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from pipelines.core.history_location import HistoryLocation
 from pipelines.core.sqlfiles import read_sql, sql_dir, transaction
@@ -22,7 +21,6 @@ from pipelines.storage.engines import (
     Connection,
     HistoryLockedError,
     HistoryUnavailableError,
-    as_connection,
     location_of,
 )
 from pipelines.storage.engines.duckdb_engine import DUCKDB, SETTINGS, file_writer
@@ -78,19 +76,18 @@ def refuse_newer(conn: Connection, version: int) -> None:
             "only reads it (scanwatch sql, the exporter); sync with the scanwatch that wrote it, or upgrade this one")
 
 
-def schema_version(conn: Any) -> int:
-    conn = as_connection(conn)
+def schema_version(conn: Connection) -> int:
     if not _has_table(conn, "schema_migrations"):
         return 0
-    return conn.execute(read_sql("storage/schema_version.sql")).fetchall()[0][0]
+    version: int = conn.execute(read_sql("storage/schema_version.sql")).fetchall()[0][0]
+    return version
 
 
-def migrate(conn: Any, *, target: int | None = None) -> list[int]:
+def migrate(conn: Connection, *, target: int | None = None) -> list[int]:
     """Apply the migrations this history lacks (up to `target`); returns the versions applied."""
-    conn = as_connection(conn)
     if target is None and _up_to_date(conn):
         return []
-    applied = []
+    applied: list[int] = []
     with conn.engine.migrating(conn):
         conn.execute(read_sql("storage/schema_migrations.sql"))
         current = schema_version(conn)

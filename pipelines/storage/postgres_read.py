@@ -31,7 +31,7 @@ from psycopg import errors
 
 from pipelines.core.history_location import HistoryLocation
 from pipelines.core.sqlfiles import read_sql
-from pipelines.storage.engines.base import HistoryUnavailableError
+from pipelines.storage.engines.base import Connection, HistoryUnavailableError
 from pipelines.storage.engines.postgres_engine import POSTGRES, message_lines
 from pipelines.storage.engines.sqltext import UnterminatedError, split, words
 
@@ -79,7 +79,7 @@ def _check(sql: str) -> str:
     return statement
 
 
-def _check_role(conn: Any) -> None:
+def _check_role(conn: Connection) -> None:
     """Refuse a role that could do more than read the history: the door is no boundary for it."""
     user, superuser, server_roles, owned, writable = conn.execute(read_sql(ROLE_FILE)).fetchall()[0]
     found = []
@@ -101,7 +101,7 @@ def _some(names: list[str]) -> str:
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more tables" if len(names) > 3 else "")
 
 
-def _scope(conn: Any, workspace: str) -> None:
+def _scope(conn: Connection, workspace: str) -> None:
     """The temporary views of one workspace's rows, made before the transaction turns read-only."""
     from pipelines.storage.workspace_scope import UnknownWorkspaceError, scope_to_workspace
 
@@ -115,7 +115,7 @@ def _scope(conn: Any, workspace: str) -> None:
                       "database") from None
 
 
-def _begin(conn: Any, workspace: str | None) -> None:
+def _begin(conn: Connection, workspace: str | None) -> None:
     raw = conn.raw
     if workspace is None:
         raw.execute("BEGIN TRANSACTION READ ONLY")

@@ -16,7 +16,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from pipelines.storage.engines import Connection
 
 EXIT_ERROR = 1
 EXIT_BUSY = 75  # EX_TEMPFAIL: the same command will work once the sync is done
@@ -136,13 +139,15 @@ def _duckdb_rows(cursor: Any, timeout: float | None) -> Iterator[tuple[Any, ...]
         yield from chunk
 
 
-def _open_waiting(db: Path, wait: float) -> Any:
+def _open_waiting(db: Path, wait: float) -> Connection:
     """DuckDB's read-only connection to the file, as `while_locked` waits for it."""
     import duckdb
 
-    return while_locked(db, wait, lambda: duckdb.connect(
+    from pipelines.storage.engines import DUCKDB, Connection
+
+    return while_locked(db, wait, lambda: Connection(duckdb.connect(
         str(db), read_only=True, config={"enable_external_access": False, "autoload_known_extensions": False,
-                                         "autoinstall_known_extensions": False}))
+                                         "autoinstall_known_extensions": False}), DUCKDB))
 
 
 def while_locked(db: Path, wait: float, attempt: Callable[[], T]) -> T:
@@ -170,7 +175,7 @@ def while_locked(db: Path, wait: float, attempt: Callable[[], T]) -> T:
             raise ReadRefused(f"cannot open {db}: {_first_line(exc)}") from None
 
 
-def _check_schema(con: Any, db: Path) -> None:
+def _check_schema(con: Connection, db: Path) -> None:
     """A history older than this code lacks tables and views the cookbook reads: say so, not DuckDB's
     catalog error. Only a sync may upgrade it (this door opens the file read-only)."""
     from pipelines.storage.db import latest_version, schema_version
@@ -225,7 +230,8 @@ def _single_read_statement(con: Any, sql: str) -> str:
             what = _kind(explained[0]) if len(explained) == 1 else "a statement scanwatch cannot check"
             raise ReadRefused(f"the history is read-only here: EXPLAIN of {what} is refused; EXPLAIN a "
                                   "SELECT instead")
-    return statements[0].query
+    query: str = statements[0].query
+    return query
 
 
 def _kind(statement: Any) -> str:

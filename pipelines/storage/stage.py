@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 SEQ = "__scanwatch_seq"  # the order of arrival; a later sighting of an id wins
 FOLDER_PREFIX = "scanwatch-stage-"
@@ -43,7 +44,7 @@ def _without_surrogates(value: object, path: str, found: list[str]) -> object:
     return value
 
 
-def encode(rec: dict) -> tuple[dict, bytes | None, list[Problem]]:
+def encode(rec: dict[str, Any]) -> tuple[dict[str, Any], bytes | None, list[Problem]]:
     """One record as UTF-8 JSON, or None when it is quarantined (too large), the record as encoded, and what
     was wrong with it.
 
@@ -75,7 +76,7 @@ class StageFormat:
 
     suffix = ".ndjson"
 
-    def line(self, record: dict, seq: int, data: bytes) -> bytes:
+    def line(self, record: dict[str, Any], seq: int, data: bytes) -> bytes:
         """`data` is `record` as encode() gave it: compact UTF-8 JSON."""
         body = data[1:]
         return b'{"%s":%d%s%s\n' % (SEQ.encode(), seq, b"," if body != b"}" else b"", body)
@@ -118,7 +119,7 @@ class CopyText(StageFormat):
     def __hash__(self) -> int:
         return hash(self.columns)
 
-    def line(self, record: dict, seq: int, data: bytes) -> bytes:
+    def line(self, record: dict[str, Any], seq: int, data: bytes) -> bytes:
         fields = []
         for column in self.columns:
             text = as_text(record.get(column))
@@ -171,7 +172,7 @@ class StageFile:
         self.problems: list[Problem] = []  # reported by the merge, which holds the history's connection
         self.quarantined: list[str] = []
 
-    def write(self, item: dict) -> None:
+    def write(self, item: dict[str, Any]) -> None:
         record, data, problems = encode(item)
         self.problems += problems
         if data is None:
@@ -186,7 +187,7 @@ class StageFile:
         with open(self.path, "rb") as fh:
             yield from fh
 
-    def extend(self, items: Iterable[dict]) -> StageFile:
+    def extend(self, items: Iterable[dict[str, Any]]) -> StageFile:
         for item in items:
             self.write(item)
         return self

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from functools import cache
 from string import Template
-from typing import Any
 
 from pipelines.core.sqlfiles import read_sql
-from pipelines.storage.engines import DUCKDB, Engine, as_connection
+from pipelines.storage.engines import DUCKDB, Connection, Engine
 from pipelines.storage.entities import Entity
 
 
@@ -46,13 +45,11 @@ def statements(template: str, entity: Entity, engine: Engine = DUCKDB) -> str:
     return _template(template).substitute(_fields(entity, engine))
 
 
-def touch_unchanged(conn: Any, entity: Entity) -> None:
+def touch_unchanged(conn: Connection, entity: Entity) -> None:
     """Mark the staged rows the history holds as they are seen, and take them out of the stage."""
-    conn = as_connection(conn)
     conn.execute(statements("unchanged", entity, conn.engine))
 
 
-def upsert(conn: Any, entity: Entity) -> None:
+def upsert(conn: Connection, entity: Entity) -> None:
     """Write the staged rows of `entity` into its table (update the known ones, insert the new)."""
-    conn = as_connection(conn)
     conn.execute(statements("upsert", entity, conn.engine))

@@ -11,10 +11,12 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, SCRAPE_LABELS, SERIES, Series
+from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, SERIES, Series
 from tests.grafana.queries import alert_queries, dashboard_queries
 
 ROOT = Path(__file__).resolve().parents[2]
+# Labels Prometheus adds to every scraped series.
+SCRAPE_LABELS = ("job", "instance")
 RULE_FILES = sorted((ROOT / "prometheus" / "rules").glob("*.yml"))
 README_TYPES = {"gauge": "gauge", "counter": "counter", "histogram": "histogram", "info": "gauge (info)"}
 NAME = re.compile(r"\b(secscan[_:][a-zA-Z0-9_:]*)")

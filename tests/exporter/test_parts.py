@@ -17,8 +17,9 @@ from exporters.server import build_registry
 from pipelines.core import milestones
 from pipelines.snapshot.format import encode_snapshot
 from pipelines.snapshot.store import FileStore
-from pipelines.sync.snapshot import build_parts, refresh_snapshot, write_snapshot
+from pipelines.sync.snapshot import build_parts, refresh_snapshot
 from tests.exporter.history import NOW
+from tests.helpers import write_snapshot
 
 
 @pytest.fixture

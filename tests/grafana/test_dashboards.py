@@ -16,7 +16,6 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporters.server import build_registry
-from pipelines.sync.snapshot import write_snapshot
 from tests.grafana.queries import (
     GRAFANA_ALERTS,
     METRIC,
@@ -28,6 +27,7 @@ from tests.grafana.queries import (
     substitute,
     variable_to_api,
 )
+from tests.helpers import write_snapshot
 
 GRAFANA = ROOT / "grafana"
 HISTORY_SOURCE = {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}

@@ -7,14 +7,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.engines.base import Capabilities, Connection, Engine, HistoryUnavailableError
 from pipelines.storage.engines.duckdb_engine import DUCKDB, HistoryLockedError
 
 __all__ = ["DUCKDB", "Capabilities", "Connection", "Engine", "HistoryLockedError", "HistoryUnavailableError",
-           "as_connection", "location_of"]
+           "location_of"]
 
 
 def location_of(db: str | Path | HistoryLocation) -> HistoryLocation:
@@ -27,7 +26,3 @@ def location_of(db: str | Path | HistoryLocation) -> HistoryLocation:
         raise TypeError(f"a history is a path or a URL, not {type(db).__name__}")
     return HistoryLocation.parse(db)
 
-
-def as_connection(conn: Any) -> Connection:
-    """A history connection; a driver's own DuckDB connection (a test's, a benchmark's) is wrapped as one."""
-    return conn if isinstance(conn, Connection) else Connection(conn, DUCKDB)

@@ -130,7 +130,7 @@ class _Attached(Connection):
 
     _host: duckdb.DuckDBPyConnection | None = None
     _host_pid = 0
-    _files: dict[str, list] = {}  # resolved path -> [alias, connections open]
+    _files: dict[str, list[Any]] = {}  # resolved path -> [alias, connections open]
     _lock = threading.Lock()
     _count = 0
     _key = ""
@@ -179,6 +179,7 @@ class _Attached(Connection):
             entry[1] -= 1
             if entry[1] <= 0:
                 del cls._files[key]
+                assert cls._host is not None  # a file is attached to the host only
                 cls._host.execute(f"DETACH {entry[0]}")
 
     def close(self) -> None:

@@ -156,10 +156,10 @@ class PostgresEngine(Engine):
             # in memory instead of spilling to temp files: the server's memory, per writer, for a statement.
             raw.execute("SET work_mem = '64MB'")
             if writer:
-                for name, value in WRITER_SETTINGS.items():
-                    raw.execute(f"SET {name} = '{value}'")
+                for name, setting in WRITER_SETTINGS.items():
+                    raw.execute(f"SET {name} = '{setting}'")
                 standby, read_only = raw.execute(
-                    "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchone()
+                    "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchall()[0]
                 if standby or read_only:
                     what = "a hot standby (in recovery)" if standby else "read-only (default_transaction_read_only)"
                     raise HistoryUnavailableError(
@@ -342,7 +342,9 @@ def _compat_digest() -> str:
 
 
 def _compat_held(conn: Connection) -> str | None:
-    return conn.execute("SELECT obj_description(to_regprocedure('epoch(timestamptz)'), 'pg_proc')").fetchone()[0]
+    held: str | None = conn.execute(
+        "SELECT obj_description(to_regprocedure('epoch(timestamptz)'), 'pg_proc')").fetchone()[0]
+    return held
 
 
 def _install_compat(conn: Connection) -> None:

@@ -109,7 +109,8 @@ def tokens(sql: str) -> Iterator[Token]:
             yield Token("semicolon", ";")
             i = start = i + 1
         elif _IDENT_START.match(c):
-            i = _IDENT.match(sql, i + 1).end()
+            ident = _IDENT.match(sql, i + 1)  # zero or more characters: always a match
+            i = ident.end() if ident else i + 1
         else:
             i += 1
     yield from code(n)
