@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from prometheus_client import CollectorRegistry
@@ -83,7 +84,7 @@ class RunningExporter:
     def __init__(self, server: uvicorn.Server, thread: threading.Thread, sock: socket.socket,
                  exposition: Exposition | None = None) -> None:
         self._server, self._thread, self._exposition = server, thread, exposition
-        self.server_address: tuple = sock.getsockname()
+        self.server_address: tuple[Any, ...] = sock.getsockname()  # (host, port, ...) of the socket's family
         self.server_port: int = self.server_address[1]
 
     def shutdown(self, timeout: float = 15.0) -> None:
