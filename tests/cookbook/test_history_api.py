@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipelines.commands import history
+from pipelines import history
 from pipelines.core import sqlfiles
 from pipelines.storage.read_only import execute_read_only
 

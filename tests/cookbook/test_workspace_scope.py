@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.commands import history
+from pipelines import history
 from pipelines.core import sqlfiles
 from pipelines.storage.db import connect
 from pipelines.storage.read_only import ReadRefused, execute_read_only

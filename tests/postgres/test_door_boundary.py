@@ -329,7 +329,7 @@ def test_the_roles_command_prints_its_recipe_and_refuses_in_one_line(deployment)
 
 def test_the_notebook_api_creates_nothing_even_as_the_superuser(deployment):
     """`pipelines.history.query` once created a table through the smuggling text: the same door, the same server."""
-    from pipelines.commands import history
+    from pipelines import history
 
     smuggled = "SELECT 1 AS 😀$a$; COMMIT; CREATE TABLE stolen AS SELECT 1; SELECT 2 AS 😀$a$"
     for as_writer in (False, True):

@@ -71,7 +71,7 @@ def test_a_read_returns_its_rows(history):
 
 
 def test_the_notebook_api_reads_the_same_door(history):
-    from pipelines.commands import history as notebook
+    from pipelines import history as notebook
 
     frame = notebook.query("SELECT count(*) AS n FROM issues WHERE status = 'open'", db=history)
     assert int(frame["n"][0]) == 15
