@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from prometheus_client import CollectorRegistry
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from exporters.app import make_app
@@ -96,11 +95,6 @@ class RunningExporter:
 
 def _exposition(snapshot: Path | SnapshotStore, critical_info_limit: int, limits: Limits | None = None) -> Exposition:
     return Exposition(SecscanCollector(SnapshotSource(snapshot, limits), critical_info_limit=critical_info_limit))
-
-
-def build_registry(snapshot: Path | SnapshotStore, *, critical_info_limit: int = 0) -> CollectorRegistry:
-    """The registry /metrics serves (scanwatch's series and the process metrics), for `generate_latest`."""
-    return _exposition(snapshot, critical_info_limit).registry()
 
 
 def _bind(address: str, port: int) -> socket.socket:

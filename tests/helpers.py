@@ -14,11 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+from prometheus_client import CollectorRegistry
 
+from exporters.collector import SecscanCollector
+from exporters.exposition import Exposition
+from exporters.source import SnapshotSource
 from pipelines.core import milestones
 from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, CRITICAL_NEW_LIMIT
 from pipelines.snapshot.format import encode_snapshot, merge_documents
-from pipelines.snapshot.store import write_file
+from pipelines.snapshot.store import SnapshotStore, write_file
 from pipelines.storage.engines import DUCKDB, Connection
 from pipelines.storage.entities import ISSUE
 from pipelines.storage.merge import MergeResult, merge_issue_stages, stage_format
@@ -61,3 +65,9 @@ def served(state: SnapshotState) -> dict[str, Any] | None:
     """Every part an exporter's source serves, as one document (a scrape serves the parts one by one)."""
     docs = [p.doc for p in state.parts.values() if p.doc is not None]
     return merge_documents(docs) if docs else None
+
+
+def build_registry(snapshot: Path | SnapshotStore, *, critical_info_limit: int = 0) -> CollectorRegistry:
+    """The registry the exporter's /metrics serves for `snapshot` (scanwatch's series and the process
+    metrics), for `generate_latest`."""
+    return Exposition(SecscanCollector(SnapshotSource(snapshot), critical_info_limit=critical_info_limit)).registry()

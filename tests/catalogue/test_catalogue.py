@@ -84,7 +84,7 @@ def test_the_checker_catches_a_wrong_metric_and_a_wrong_label() -> None:
 def test_the_exporter_serves_the_catalogue_and_only_it(snap_path: Path) -> None:
     from prometheus_client import generate_latest
 
-    from exporters.server import build_registry
+    from tests.helpers import build_registry
 
     text = generate_latest(build_registry(snap_path, critical_info_limit=CRITICAL_INFO_LIMIT)).decode()
     served = {f.name: f for f in text_string_to_metric_families(text) if f.name.startswith("secscan_")}

@@ -18,10 +18,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporters.collector import SecscanCollector
 from exporters.exposition import Exposition
-from exporters.server import build_registry, serve
+from exporters.server import serve
 from exporters.source import SnapshotSource
 from pipelines.snapshot.store import WHOLE
-from tests.helpers import served, write_snapshot
+from tests.helpers import build_registry, served, write_snapshot
 from tests.prometheus.tools import free_port, installed, require
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,6 @@ import yaml
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.server import build_registry
 from tests.grafana.queries import (
     GRAFANA_ALERTS,
     METRIC,
@@ -27,7 +26,7 @@ from tests.grafana.queries import (
     substitute,
     variable_to_api,
 )
-from tests.helpers import write_snapshot
+from tests.helpers import build_registry, write_snapshot
 
 GRAFANA = ROOT / "grafana"
 HISTORY_SOURCE = {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}
