@@ -38,8 +38,10 @@ test-tools:
 # The demo needs Prometheus only; kept under its old name.
 prom-tools: test-tools
 
+# Style and the product's types (mypy strict, configured in pyproject.toml).
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 test: install test-tools lint
 	SCANWATCH_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder
@@ -71,4 +73,4 @@ mutate: install test-tools
 	$(BIN)/python -m tests.mutations -j 2 $(MUTATE_ARGS)
 
 clean:
-	rm -rf $(VENV) data .dagster_home .pytest_cache .ruff_cache
+	rm -rf $(VENV) data .dagster_home .pytest_cache .ruff_cache .mypy_cache

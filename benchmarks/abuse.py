@@ -87,7 +87,7 @@ def _closed_by_server(sockets: list[socket.socket]) -> int:
 
 def run(quick: bool = False, half: int = 3000) -> dict:
     """Run the benchmark; `quick` uses fewer scrapes (same world, same number of half-requests)."""
-    from pipelines.sync.snapshot import build_snapshot, write_snapshot
+    from tests.helpers import build_snapshot, write_snapshot
 
     scrapes = 10 if quick else 30
     with tempfile.TemporaryDirectory(prefix="scanwatch-abuse-") as tmp_name:

@@ -54,7 +54,8 @@ STEP = """
 import sys
 from datetime import UTC, datetime
 from pipelines.api import ScanningClient
-from pipelines.storage import connect, merge_issues
+from pipelines.storage import connect
+from tests.helpers import merge_issues
 kind, base, key, db = sys.argv[1:5]
 try:
     with ScanningClient(base, key) as client:

@@ -22,7 +22,8 @@ import duckdb
 from benchmarks.figures import Figure, judge
 from benchmarks.memory import peak_rss
 from pipelines.core.vocabulary import SEVERITIES
-from pipelines.storage import connect, merge_issues
+from pipelines.storage import connect
+from tests.helpers import merge_issues
 
 
 def changed(rows: list[dict[str, Any]], share: float, when: datetime) -> list[dict[str, Any]]:

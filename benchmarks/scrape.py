@@ -46,8 +46,9 @@ def build_history(path: Path, scale: dict[str, int]):
     import duckdb
 
     from pipelines.storage import migrate
+    from tests.helpers import history
 
-    conn = duckdb.connect(str(path))
+    conn = history(duckdb.connect(str(path)))
     migrate(conn)
     p, t, i, s, r = scale["projects"], scale["targets"], scale["issues"], scale["scans"], scale["sync_runs"]
     conn.execute(f"""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -29,10 +29,14 @@ from exporters.exposition import Exposition
 METRICS_PATHS = ("/metrics", "/")
 TEXT = [("Content-Type", "text/plain; charset=utf-8")]
 log = logging.getLogger("scanwatch.exporter")
-ASGIApp = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def _call_wsgi(app: Callable, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
+def _call_wsgi(app: Callable[..., Iterable[bytes]],
+               environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
     answer: dict[str, Any] = {}
 
     def start_response(status: str, headers: list[tuple[str, str]], exc_info: object = None) -> None:
@@ -47,7 +51,7 @@ def _library(exposition: Exposition, environ: dict[str, Any]) -> tuple[str, list
 
 
 def make_app(exposition: Exposition) -> ASGIApp:
-    async def app(scope: dict, receive: Callable, send: Callable) -> None:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         try:
@@ -63,7 +67,7 @@ def make_app(exposition: Exposition) -> ASGIApp:
     return app
 
 
-async def _answer(exposition: Exposition, scope: dict) -> tuple[str, list[tuple[str, str]], bytes]:
+async def _answer(exposition: Exposition, scope: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
     query = scope["query_string"].decode("latin-1")
     if scope["path"] == "/-/healthy":
@@ -84,8 +88,10 @@ async def _answer(exposition: Exposition, scope: dict) -> tuple[str, list[tuple[
         body = b"not found: scanwatch serves /metrics\n"
     elif scope["method"] == "GET" and "name[]" not in parse_qs(query):
         accept, encoding = headers.get("accept"), headers.get("accept-encoding")
-        status, out, body = exposition.body(accept, encoding, cached_only=True) or \
+        answer = exposition.body(accept, encoding, cached_only=True) or \
             await asyncio.to_thread(exposition.body, accept, encoding)
+        assert answer is not None  # body() answers None only when asked for a cached part
+        status, out, body = answer
     else:
         environ = {"REQUEST_METHOD": scope["method"], "PATH_INFO": scope["path"], "QUERY_STRING": query,
                    "HTTP_ACCEPT": headers.get("accept", ""),

@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pipelines.snapshot.store import SnapshotStore
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="opt in to secscan_critical_issue_info for up to N open critical issues (default 0: off)")
 
 
-def _url(scheme: str, bound: tuple) -> str:
+def _url(scheme: str, bound: tuple[Any, ...]) -> str:
     host, port = bound[0], bound[1]
     if host in ("0.0.0.0", "::"):  # every interface: name one a local browser can open
         host = "localhost"

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client.metrics_core import Metric
 
@@ -33,7 +34,7 @@ class PartView:
     name: str
     workspace: str  # the label of its health series ("" for a single-file snapshot of every workspace)
     healthy: bool  # the stored part parsed and its families built
-    doc: dict | None  # the document served (the last good one when the stored part is not)
+    doc: dict[str, Any] | None  # the document served (the last good one when the stored part is not)
     families: Families | None  # its series, built once per document
 
 
@@ -88,9 +89,10 @@ class SecscanCollector:
         self.source = source
         self.critical_info_limit = max(0, critical_info_limit)
         self.clock = clock
-        self._good: dict[str, tuple[dict, Families]] = {}  # per part: last document that built, and its families
-        self._bad: dict[str, dict] = {}
-        self._said: dict[tuple[str, str], dict] = {}  # the last document whose failure to build was logged
+        # per part: the last document that built, and its families
+        self._good: dict[str, tuple[dict[str, Any], Families]] = {}
+        self._bad: dict[str, dict[str, Any]] = {}
+        self._said: dict[tuple[str, str], dict[str, Any]] = {}  # the last document whose failure to build was logged
         self._build_errors = 0
         self._lock = threading.Lock()  # concurrent scrapes share the bookkeeping above
 
@@ -158,7 +160,7 @@ class SecscanCollector:
         head.counter(errors.name, errors.help, [], [], view.errors)
         return list(head.items.values())
 
-    def _build(self, doc: dict, scope: str, name: str) -> Families | None:
+    def _build(self, doc: dict[str, Any], scope: str, name: str) -> Families | None:
         """The document's families, or None when they cannot be built, whatever the reason (the part is then
         unreadable): one line the first time a document fails."""
         f = Families()

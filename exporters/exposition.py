@@ -32,18 +32,19 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.metrics_core import Metric
 from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
 
 from exporters.collector import SecscanCollector, SnapshotView
 from exporters.families import Families
 
-Encoder = Callable[[object], bytes]
+Encoder = Callable[[Collector], bytes]
 MAX_FORMATS = 8  # cached encodings per snapshot; Accept headers can name many versions
 WATCH_SECONDS = 1.0  # how often the watch looks for a changed part (a listing, no read)
 
 log = logging.getLogger("scanwatch.exporter")
 
 
-class _Fixed:
+class _Fixed(Collector):
     """A collector over families already built (what the library's encoders walk)."""
 
     def __init__(self, families: Iterable[Metric]) -> None:
@@ -59,7 +60,7 @@ class _Part:
 
     encoder: Encoder
     data: bytes
-    compressor: object | None = None
+    compressor: zlib._Compress | None = None  # typeshed's name for what zlib.compressobj returns
 
 
 @dataclass

@@ -7,7 +7,7 @@ restarts without resets, and their zero cells are present before the first event
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client.metrics_core import (
@@ -47,7 +47,7 @@ class Families:
                 type(v) is str for v in value.values())):
             raise TypeError(f"{name}: a label value is not a string")
         values, value = label_values(labels, values, value)  # service text: one line, capped (snapshot/labels.py)
-        fam = self.items.get(name)
+        fam: Any = self.items.get(name)  # one of KINDS, each with an add_metric of its own
         if fam is None:
             fam = self.items[name] = kind(name, doc, labels=labels, **extra)
         if kind is InfoMetricFamily:
@@ -68,16 +68,16 @@ class Families:
         self.add(CounterMetricFamily, name, doc, labels, values, value)
 
 
-def _label(series: Series, label: str, row: dict) -> Any:
+def _label(series: Series, label: str, row: Mapping[str, Any]) -> Any:
     source = series.sources.get(label, label)
     return source(row) if callable(source) else row[source]
 
 
-def _value(series: Series, row: dict, bounds: list[str]) -> Any:
+def _value(series: Series, row: Mapping[str, Any], bounds: list[str]) -> Any:
     if series.type == "info":
         return None
     if series.type == "histogram":
-        counts = row.get(series.value) or []
+        counts = (row.get(series.value) if isinstance(series.value, str) else None) or []  # a column's counts
         if len(counts) != len(bounds):
             return None
         buckets = [*zip(bounds, (float(c) for c in counts), strict=True), ("+Inf", float(row.get("count") or 0))]
@@ -85,7 +85,8 @@ def _value(series: Series, row: dict, bounds: list[str]) -> Any:
     return series.value(row) if callable(series.value) else row.get(series.value)
 
 
-def serve(f: Families, series: Series, doc: dict, rows: Iterable[dict], critical_info_limit: int = 0) -> None:
+def serve(f: Families, series: Series, doc: dict[str, Any], rows: Iterable[Mapping[str, Any]],
+          critical_info_limit: int = 0) -> None:
     """Add one catalogue series' samples for `rows` of `doc` to `f` (KeyError/TypeError on a malformed one)."""
     if series.rows is not None:
         rows = series.rows(doc, list(rows), critical_info_limit)
@@ -104,11 +105,11 @@ def serve(f: Families, series: Series, doc: dict, rows: Iterable[dict], critical
         f.add(kind, series.name, series.help, list(series.labels), values, value)
 
 
-def fill(f: Families, doc: dict, critical_info_limit: int, *, scope: str = "all") -> None:
+def fill(f: Families, doc: dict[str, Any], critical_info_limit: int, *, scope: str = "all") -> None:
     """Add the series of the snapshot document to `f`: `all` of them, those of its `part` only, or those
     `shared` by every part (`Series.once`: a document served with others adds them from one of them only).
     KeyError/TypeError on a malformed document."""
-    tables: dict[str, list[dict]] = doc.get("tables", {})
+    tables: dict[str, list[dict[str, Any]]] = doc.get("tables", {})
     for series in SERIES:
         if series.table is None or (scope == "part" and series.once) or (scope == "shared" and not series.once):
             continue

@@ -19,9 +19,9 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import uvicorn
-from prometheus_client import CollectorRegistry
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from exporters.app import make_app
@@ -83,7 +83,7 @@ class RunningExporter:
     def __init__(self, server: uvicorn.Server, thread: threading.Thread, sock: socket.socket,
                  exposition: Exposition | None = None) -> None:
         self._server, self._thread, self._exposition = server, thread, exposition
-        self.server_address: tuple = sock.getsockname()
+        self.server_address: tuple[Any, ...] = sock.getsockname()  # (host, port, ...) of the socket's family
         self.server_port: int = self.server_address[1]
 
     def shutdown(self, timeout: float = 15.0) -> None:
@@ -95,11 +95,6 @@ class RunningExporter:
 
 def _exposition(snapshot: Path | SnapshotStore, critical_info_limit: int, limits: Limits | None = None) -> Exposition:
     return Exposition(SecscanCollector(SnapshotSource(snapshot, limits), critical_info_limit=critical_info_limit))
-
-
-def build_registry(snapshot: Path | SnapshotStore, *, critical_info_limit: int = 0) -> CollectorRegistry:
-    """The registry /metrics serves (scanwatch's series and the process metrics), for `generate_latest`."""
-    return _exposition(snapshot, critical_info_limit).registry()
 
 
 def _bind(address: str, port: int) -> socket.socket:

@@ -20,8 +20,9 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from pipelines.snapshot.format import TABLES, Limits, SnapshotError, merge_documents, over_cap, parse_snapshot
+from pipelines.snapshot.format import TABLES, Limits, SnapshotError, over_cap, parse_snapshot
 from pipelines.snapshot.store import WHOLE, FileStore, SnapshotStore
 
 log = logging.getLogger("scanwatch.exporter")
@@ -30,7 +31,7 @@ log = logging.getLogger("scanwatch.exporter")
 @dataclass(frozen=True)
 class PartState:
     name: str
-    doc: dict | None  # the last document of this part that parsed, possibly older than the stored part
+    doc: dict[str, Any] | None  # the last document of this part that parsed, possibly older than the stored part
     readable: bool  # whether the stored part parsed
     key: object = None  # identity of the stored part when this state was taken
     size: int = 0  # bytes of `doc` as stored: what it counts against Limits.total_bytes
@@ -49,12 +50,6 @@ class SnapshotState:
         """The store could be listed and every part in it parsed."""
         return self.listed and bool(self.parts) and all(p.readable for p in self.parts.values())
 
-    @property
-    def doc(self) -> dict | None:
-        """Every part served, as one document (for tools and tests; a scrape serves the parts)."""
-        docs = [p.doc for p in self.parts.values() if p.doc is not None]
-        return merge_documents(docs) if docs else None
-
 
 def _store(where: SnapshotStore | Path | str, limits: Limits | None) -> SnapshotStore:
     if isinstance(where, (str, Path)):
@@ -62,7 +57,7 @@ def _store(where: SnapshotStore | Path | str, limits: Limits | None) -> Snapshot
     return where
 
 
-def _not_own(doc: dict, name: str, where: str) -> str | None:
+def _not_own(doc: dict[str, Any], name: str, where: str) -> str | None:
     """Why a parsed part is not the part of the workspace it is stored as, or None."""
     if name == WHOLE:  # an older scanwatch's single file holds every workspace
         return None
@@ -91,7 +86,7 @@ class SnapshotSource:
         self._key: object = None
         self._errors = 0
         self._loads = 0
-        self._failed: set[object] = set()  # failures already counted (and said) once
+        self._failed: set[tuple[str | None, object]] = set()  # (part, why): failures counted (and said) once
         self.last_error: str | None = None
 
     def peek(self) -> object:
@@ -106,7 +101,7 @@ class SnapshotSource:
             self._refresh()
             return SnapshotState(dict(self._parts), self._listed, self._errors, self._loads, self._key)
 
-    def _fail(self, key: object, message: str) -> None:
+    def _fail(self, key: tuple[str | None, object], message: str) -> None:
         if key not in self._failed:  # count and say each broken or missing part once, not once per scrape
             self._failed = {k for k in self._failed if k[0] != key[0]} | {key}
             self._errors += 1

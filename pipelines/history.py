@@ -1,6 +1,6 @@
 """The history as pandas DataFrames, for analysts who work in notebooks.
 
-    from pipelines.commands import history
+    from pipelines import history
     breaches = history.query("sla_breaches")            # a cookbook query by name
     opened = history.query("SELECT * FROM issue_events WHERE event = 'opened'")
     history.cookbook()                                   # name -> description

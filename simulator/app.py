@@ -171,7 +171,7 @@ class Outer:
         self.app = app
         self.rt = rt
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -181,7 +181,7 @@ class Outer:
         started = time.perf_counter()
         status_holder = [0]
 
-        async def send_with_headers(message: dict) -> None:
+        async def send_with_headers(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status_holder[0] = message["status"]
                 headers = list(message.get("headers", []))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -17,6 +17,9 @@ from starlette.routing import Route
 from .clock import iso
 from .config import parse_readings
 from .errors import ApiError
+
+if TYPE_CHECKING:
+    from .app import Runtime  # app imports this module
 
 
 async def _json(request: Request) -> dict[str, Any]:
@@ -32,7 +35,7 @@ async def _json(request: Request) -> dict[str, Any]:
     return body
 
 
-def control_routes(rt: Any) -> list[Route]:  # rt: app.Runtime (imported lazily to avoid a cycle)
+def control_routes(rt: Runtime) -> list[Route]:
     world = rt.world
 
     def guarded(fn: Callable[[Request], Awaitable[dict[str, Any]]]) -> Callable[[Request], Awaitable[Response]]:

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .catalog import DOMAIN_CONTROLS, REPOSITORY_CONTROLS, SEVERITIES, Control
 from .model import Issue, Scan, Target
+
+if TYPE_CHECKING:
+    from .state import WorldState
 
 P_FIX = 0.06
 P_REOPEN = 0.03
@@ -69,7 +73,7 @@ def shifted(severity: str, rng: random.Random) -> str:
     return SEVERITIES[j]
 
 
-def evolve(world, target: Target, scan: Scan, rng: random.Random) -> Changes:
+def evolve(world: WorldState, target: Target, scan: Scan, rng: random.Random) -> Changes:
     """Apply one done scan to the target's issues: fixes, regressions of the same id, severity moves, news."""
     now = scan.finished_at or scan.created_at
     commit = commit_of(scan.id) if target.kind == "repository" else None

@@ -8,6 +8,7 @@ to a few seconds. Same seed and scale, same world: every id and time comes from 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .catalog import SEVERITIES
@@ -139,22 +140,22 @@ class _Generator:
         """The main workspace's shape; `owner` names its addresses, so each Pro workspace scans its own sites
         (`shop.pro2-demo.com`, not the main workspace's `shop.acme-demo.com`)."""
         s = self.scale
-        if self.w.config.scale == "small":
-            layout = SMALL_LAYOUT
-        else:
-            layout = []
+        layout: Sequence[tuple[str, Sequence[tuple[str, str, bool]]]] = SMALL_LAYOUT
+        if self.w.config.scale != "small":
+            built: list[tuple[str, Sequence[tuple[str, str, bool]]]] = []
             per = s.targets // s.projects
-            for p in range(s.projects):
-                name = PROJECT_WORDS[p % len(PROJECT_WORDS)] + ("" if p < len(PROJECT_WORDS) else f" {p}")
-                domain = f"{name.lower().replace(' ', '-')}{p}.example.com"
-                targets = []
+            for n in range(s.projects):
+                name = PROJECT_WORDS[n % len(PROJECT_WORDS)] + ("" if n < len(PROJECT_WORDS) else f" {n}")
+                domain = f"{name.lower().replace(' ', '-')}{n}.example.com"
+                hosts: list[tuple[str, str, bool]] = []
                 for k in range(per):
                     if k % 5 == 4:
-                        targets.append(("repository", f"acme/{name.lower().replace(' ', '-')}-{k}", True))
+                        hosts.append(("repository", f"acme/{name.lower().replace(' ', '-')}-{k}", True))
                     else:
                         host = HOST_WORDS[k % len(HOST_WORDS)] + ("" if k < len(HOST_WORDS) else str(k))
-                        targets.append(("domain", f"{host}.{domain}", k % 10 != 7))
-                layout.append((name, tuple(targets)))
+                        hosts.append(("domain", f"{host}.{domain}", k % 10 != 7))
+                built.append((name, tuple(hosts)))
+            layout = built
         if owner != "acme":
             layout = [(name, tuple((kind, _owned(address, owner), verified) for kind, address, verified in targets))
                       for name, targets in layout]
@@ -213,7 +214,7 @@ class _Generator:
             done = [sc for sc in scans if sc.status == "done"]
         if not done:
             return
-        seen_times = [sc.finished_at for sc in done]
+        seen_times = [sc.finished_at or sc.created_at for sc in done]
         controls = controls_for(t)
         used: set[tuple[str, str]] = set()
         last = len(done) - 1

@@ -11,13 +11,13 @@ from .evolve import controls_for, fix, vary_location
 from .model import DAY, Issue, Target
 
 if TYPE_CHECKING:
-    from .world import World
+    from .state import WorldState
 
 
 class IssueRules:
     """Mixed into World; methods expect the caller to hold `World.lock` unless they take it themselves."""
 
-    def new_issue(self: World, t: Target, rng: random.Random, now: float, *, severity: str | None = None,
+    def new_issue(self: WorldState, t: Target, rng: random.Random, now: float, *, severity: str | None = None,
                   commit: str | None = None, control_id: str | None = None) -> Issue:
         """An issue found for the first time on `t`; its location is made unique among the target's issues."""
         controls = controls_for(t)
@@ -37,7 +37,7 @@ class IssueRules:
         self.touch()
         return issue
 
-    def add_issue(self: World, target_id: str, severity: str = "critical", control_id: str | None = None) -> Issue:
+    def add_issue(self: WorldState, target_id: str, severity: str = "critical", control_id: str | None = None) -> Issue:
         """Control surface: a new issue found now on a target (for alert tests)."""
         with self.lock:
             t = self.targets.get(target_id)
@@ -52,7 +52,8 @@ class IssueRules:
                 t.last_scan_at = self.now()
             return issue
 
-    def mark_issue(self: World, ws_id: str, issue_id: str, status: str, reason: str | None, marked_by: str) -> Issue:
+    def mark_issue(self: WorldState, ws_id: str, issue_id: str, status: str, reason: str | None,
+                   marked_by: str) -> Issue:
         issue = self.issue_in(ws_id, issue_id)
         if issue.status == "fixed":
             raise ApiError(409, "issue_already_fixed")
@@ -70,7 +71,7 @@ class IssueRules:
         self.touch()
         return issue
 
-    def recheck(self: World, ws_id: str, issue_id: str) -> dict[str, Any]:
+    def recheck(self: WorldState, ws_id: str, issue_id: str) -> dict[str, Any]:
         """Recheck one issue now; free up to the daily ceiling of its project."""
         issue = self.issue_in(ws_id, issue_id)
         t = self.targets[issue.target_id]
@@ -104,7 +105,7 @@ class IssueRules:
         return {"before": before, "analysed": analysed, "checked_at": now, "remaining": self.config.recheck_limit
                 - used - 1}
 
-    def unlock_fix(self: World, ws_id: str, issue_id: str) -> tuple[Issue, bool]:
+    def unlock_fix(self: WorldState, ws_id: str, issue_id: str) -> tuple[Issue, bool]:
         """Unlock the fix of an issue: free fixes given once, then the period quota, then pack credits."""
         issue = self.issue_in(ws_id, issue_id)
         if not self.target_visible(self.targets[issue.target_id]):

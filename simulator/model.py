@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-PLANS: dict[str, dict] = {
+PLANS: dict[str, dict[str, Any]] = {
     # Per plan: projects included, quotas per period, fixes given once, addresses per project, features.
     "free": {"projects": 1, "quick_scans": 10, "audits": 0, "fixes": 0, "free_fixes": 3, "addresses": 1,
              "features": {"full_audit": False, "repositories": False, "ai_fix": False, "alerts": False},
@@ -38,17 +39,18 @@ class Workspace:
     repo_analyses: list[float] = field(default_factory=list)  # start times, for the 24 h ceiling
 
     @property
-    def spec(self) -> dict:
+    def spec(self) -> dict[str, Any]:
         return PLANS[self.plan]
 
     @property
     def project_limit(self) -> int:
-        return self.spec["projects"] + self.extra_projects
+        included: int = self.spec["projects"]
+        return included + self.extra_projects
 
     def quota_limit(self, name: str) -> int:
         """Each project beyond those included adds its share of the plan's quota."""
-        base = self.spec[name]
-        included = self.spec["projects"]
+        base: int = self.spec[name]
+        included: int = self.spec["projects"]
         return base + (base * self.extra_projects) // included
 
 

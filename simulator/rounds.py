@@ -11,13 +11,13 @@ from .evolve import Changes, fix, shifted
 from .model import Issue, Project, Target
 
 if TYPE_CHECKING:
-    from .world import World
+    from .state import WorldState
 
 
 class Rounds:
     """Mixed into World; the public methods take `World.lock` themselves."""
 
-    def run_round(self: World, fraction: float = 1.0, workspace_id: str | None = None) -> dict[str, Any]:
+    def run_round(self: WorldState, fraction: float = 1.0, workspace_id: str | None = None) -> dict[str, Any]:
         """One pass of the application's own monitoring schedule: scan (a deterministic share of) the
         workspace's targets and finish the scans now. Not charged to the API quotas. At least one new,
         fixed, reopened and re-severitied issue is guaranteed on visible targets when possible, so that
@@ -51,7 +51,7 @@ class Rounds:
                     **changes.counts(), "scan_ids": scan_ids, "new_ids": changes.new, "fixed_ids": changes.fixed,
                     "reopened_ids": changes.reopened, "severity_changed_ids": changes.severity_changed}
 
-    def _guarantee(self: World, targets: list[Target], ch: Changes, rng: random.Random, now: float) -> None:
+    def _guarantee(self: WorldState, targets: list[Target], ch: Changes, rng: random.Random, now: float) -> None:
         visible = [t for t in targets if self.target_visible(t) and self.scans[t.scan_ids[-1]].status == "done"]
         if not visible:
             return
@@ -82,7 +82,7 @@ class Rounds:
             last = self.scans[t.scan_ids[-1]]
             last.score, last.grade = t.score, t.grade
 
-    def set_verified(self: World, target_id: str, verified: bool = True, proof_holds: bool = True) -> Target:
+    def set_verified(self: WorldState, target_id: str, verified: bool = True, proof_holds: bool = True) -> Target:
         with self.lock:
             t = self.targets.get(target_id)
             if t is None:
@@ -91,7 +91,7 @@ class Rounds:
             self.touch()
             return t
 
-    def set_paused(self: World, project_id: str, paused: bool = True) -> Project:
+    def set_paused(self: WorldState, project_id: str, paused: bool = True) -> Project:
         with self.lock:
             p = self.projects.get(project_id)
             if p is None:
@@ -100,7 +100,7 @@ class Rounds:
             self.touch()
             return p
 
-    def delete_project(self: World, project_id: str) -> None:
+    def delete_project(self: WorldState, project_id: str) -> None:
         with self.lock:
             p = self.projects.pop(project_id, None)
             if p is None:
@@ -114,7 +114,7 @@ class Rounds:
                     self.issues.pop(iid, None)
             self.touch()
 
-    def remove_target(self: World, target_id: str) -> None:
+    def remove_target(self: WorldState, target_id: str) -> None:
         """The application removes a target: its scans and issues go with it (the API then answers 404)."""
         with self.lock:
             t = self.targets.pop(target_id, None)
@@ -127,12 +127,12 @@ class Rounds:
                 self.issues.pop(iid, None)
             self.touch()
 
-    def remove_scan(self: World, scan_id: str) -> None:
+    def remove_scan(self: WorldState, scan_id: str) -> None:
         scan = self.scans.pop(scan_id)
         self.targets[scan.target_id].scan_ids.remove(scan_id)
         self.touch()
 
-    def remove_issue(self: World, issue_id: str) -> None:
+    def remove_issue(self: WorldState, issue_id: str) -> None:
         issue = self.issues.pop(issue_id)
         t = self.targets[issue.target_id]
         t.issue_ids.remove(issue_id)

@@ -58,7 +58,7 @@ class Call:
 Result = tuple[int, dict[str, Any]]
 
 
-def page(call: Call, items: list, render: Callable[[Any], dict[str, Any]]) -> Result:
+def page(call: Call, items: list[Any], render: Callable[[Any], dict[str, Any]]) -> Result:
     """The list envelope: `limit` items after `starting_after`, which must be an item of this list."""
     limit = parse_limit(call.query)
     cursor = call.query.get("starting_after")

@@ -13,20 +13,20 @@ from .model import DAY, HOUR, Scan, Target, Workspace
 from .validation import is_excluded
 
 if TYPE_CHECKING:
-    from .world import World
+    from .state import WorldState
 
 
 class ScanRules:
     """Mixed into World; methods expect the caller to hold `World.lock`."""
 
-    def running_scan(self: World, t: Target) -> Scan | None:
+    def running_scan(self: WorldState, t: Target) -> Scan | None:
         for sid in reversed(t.scan_ids):
             s = self.scans[sid]
             if s.status == "queued":
                 return s
         return None
 
-    def recent_scan(self: World, t: Target, kind: str, now: float) -> Scan | None:
+    def recent_scan(self: WorldState, t: Target, kind: str, now: float) -> Scan | None:
         """A done scan of this kind finished within the hour; a failed one may be retried at once, unless the
         `failed_scan_reused` reading counts it too."""
         reusable = ("done", "failed") if self.config.readings["failed_scan_reused"] else ("done",)
@@ -38,8 +38,8 @@ class ScanRules:
                 break
         return None
 
-    def create_scan(self: World, t: Target, kind: str, *, audit_fallback: bool = False, created_at: float | None = None,
-                    duration: float | None = None) -> Scan:
+    def create_scan(self: WorldState, t: Target, kind: str, *, audit_fallback: bool = False,
+                    created_at: float | None = None, duration: float | None = None) -> Scan:
         now = self.now() if created_at is None else created_at
         sid = self.new_id()
         rng = random.Random(f"{self.seed}:scan:{sid}")
@@ -52,7 +52,7 @@ class ScanRules:
         self.touch()
         return scan
 
-    def finish_scan(self: World, scan: Scan, at: float) -> Changes:
+    def finish_scan(self: WorldState, scan: Scan, at: float) -> Changes:
         t = self.targets[scan.target_id]
         scan.finished_at = at
         self.touch()
@@ -72,7 +72,7 @@ class ScanRules:
         t.last_scan_at = at
         return changes
 
-    def start_scan(self: World, ws_id: str, target_id: str, kind: str | None) -> tuple[Scan, bool, float | None]:
+    def start_scan(self: WorldState, ws_id: str, target_id: str, kind: str | None) -> tuple[Scan, bool, float | None]:
         """POST /targets/{id}/scans. Returns (scan, reused, next_real_scan_at)."""
         t = self.target_in(ws_id, target_id)
         ws = self.workspaces[ws_id]
@@ -98,7 +98,7 @@ class ScanRules:
             nxt = running.due_at + (HOUR if running.kind == kind else 0.0)
             return running, True, nxt
         recent = self.recent_scan(t, kind, now)
-        if recent is not None:
+        if recent is not None and recent.finished_at is not None:  # recent_scan returns finished scans only
             return recent, True, recent.finished_at + HOUR
         fallback = kind == "audit" and not t.proof_holds
         run_kind = "quick" if fallback else kind
@@ -112,7 +112,7 @@ class ScanRules:
             self.charge_scan(ws, "audits" if run_kind == "audit" else "quick_scans")
         return self.create_scan(t, run_kind, audit_fallback=fallback), False, None
 
-    def charge_scan(self: World, ws: Workspace, quota: str) -> None:
+    def charge_scan(self: WorldState, ws: Workspace, quota: str) -> None:
         """Period quota first, then pack credits, else the matching 402."""
         if ws.used[quota] < ws.quota_limit(quota):
             ws.used[quota] += 1

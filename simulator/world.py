@@ -12,6 +12,7 @@ import random
 import threading
 import uuid
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .catalog import SEVERITY_RANK
 from .clock import Clock
@@ -22,6 +23,8 @@ from .model import DAY, PERIOD_SECONDS, Credential, Issue, Project, Scan, Target
 from .rounds import Rounds
 from .scan_rules import ScanRules
 from .scoring import grade_of, score_of
+
+T = TypeVar("T")
 
 
 class World(ScanRules, IssueRules, Rounds):
@@ -42,7 +45,7 @@ class World(ScanRules, IssueRules, Rounds):
         self.pro_workspace_ids: list[str] = []  # the main one first, then those of SimConfig.pro_workspaces
         self._ids = random.Random(f"{config.seed}:ids")
         self._queue: list[tuple[float, str]] = []
-        self._cache: dict[tuple, tuple[int, list]] = {}
+        self._cache: dict[tuple[Any, ...], tuple[int, list[Any]]] = {}
         self._rounds = 0
 
     # ---------------------------------------------------------------- identity and time
@@ -93,11 +96,11 @@ class World(ScanRules, IssueRules, Rounds):
         return sum(self.targets[tid].open_issues for tid in p.target_ids if self.target_visible(self.targets[tid]))
 
     def project_score(self, p: Project) -> int | None:
-        scores = [self.targets[tid].score for tid in p.target_ids if self.targets[tid].score is not None]
+        scores = [s for s in (self.targets[tid].score for tid in p.target_ids) if s is not None]
         return round(sum(scores) / len(scores)) if scores else None
 
     def project_last_scan(self, p: Project) -> float | None:
-        times = [self.targets[tid].last_scan_at for tid in p.target_ids if self.targets[tid].last_scan_at]
+        times = [t for t in (self.targets[tid].last_scan_at for tid in p.target_ids) if t]
         return max(times) if times else None
 
     def rescore(self, t: Target, scanned: bool = True) -> None:
@@ -108,7 +111,7 @@ class World(ScanRules, IssueRules, Rounds):
             t.grade = grade_of(t.score)
 
     # ---------------------------------------------------------------- ordered lists (cached per version)
-    def _cached(self, key: tuple, build: Callable[[], list]) -> list:
+    def _cached(self, key: tuple[Any, ...], build: Callable[[], list[T]]) -> list[T]:
         hit = self._cache.get(key)
         if hit is not None and hit[0] == self.version:
             return hit[1]

@@ -5,7 +5,9 @@ The request budget (120 a minute per key, shared with the service's agent server
 so every request is counted in ``client.stats``.
 """
 
-from .client import ScanningClient, mask_key
+from pipelines.core.credentials import mask_key
+
+from .client import ScanningClient
 from .errors import (
     ApiConnectionError,
     ApiError,

@@ -79,14 +79,13 @@ class _Unbounded(Exception):
 
 
 def _check_envelope(body: Any) -> dict[str, Any]:
-    ok = (
+    if not (
         isinstance(body, dict)
         and body.get("object") == "list"
         and isinstance(body.get("data"), list)
         and isinstance(body.get("has_more"), bool)
         and all(isinstance(item, dict) and isinstance(item.get("id"), str) for item in body["data"])
-    )
-    if not ok:
+    ):
         raise ValueError("not a list envelope (object=list, data=[{id...}], has_more=bool)")
     return body
 

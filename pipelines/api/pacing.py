@@ -138,7 +138,7 @@ class Pacer:
 
     def _spread(self, now: float, available: int) -> float:
         """Past the burst share, one request per (time left / requests left): the budget lasts to the reset."""
-        if self.limit is None or self.reset is None:
+        if self.limit is None or self.reset is None or self.remaining is None:
             return 0.0
         if self.remaining - self.in_flight > self.limit * (1.0 - self.burst):
             return 0.0

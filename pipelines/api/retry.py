@@ -39,7 +39,7 @@ class RetryPolicy:
 
     def backoff(self, attempt: int) -> float:
         """Full jitter: uniform in [0, min(cap, base * 2**(attempt-1))] for the ``attempt``-th failure."""
-        ceiling = min(self.cap, self.base * (2 ** max(0, attempt - 1)))
+        ceiling = min(self.cap, self.base * (2.0 ** max(0, attempt - 1)))
         return ceiling * self.rand()
 
     def delay_for_error(self, err: ApiError, attempt: int) -> float | None:

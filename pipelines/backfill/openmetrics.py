@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from pipelines.snapshot.catalogue import RULE_SERIES, past_series
 from pipelines.snapshot.labels import label_values
@@ -60,7 +60,7 @@ def recording_rules(files: list[Path]) -> list[tuple[str, str, dict[str, str]]]:
     return rules
 
 
-def rule_pasts(rules: Iterable[tuple[str, str, dict]] | None = None) -> dict[str, RulePast]:
+def rule_pasts(rules: Iterable[tuple[str, str, dict[str, Any]]] | None = None) -> dict[str, RulePast]:
     """The catalogue's rule series, read from the shipped recording rules (or `rules`: (record, expr, labels))."""
     if rules is None:
         from pipelines.core.package_files import rule_files
@@ -160,7 +160,7 @@ class Sample(NamedTuple):
     value: float
 
 
-def row_samples(columns: Sequence[str], rows: Iterable[Sequence], extra: Mapping[str, str],
+def row_samples(columns: Sequence[str], rows: Iterable[Sequence[Any]], extra: Mapping[str, str],
                 pasts: Mapping[str, RulePast] | None = None) -> list[Sample]:
     """Rows of `prometheus_series.sql` as samples, with the scrape's own labels (job, instance) added to
     /metrics' series; the rule series' rows (their `metric` is the rule's source column) carry the rule's
@@ -203,7 +203,7 @@ def spool_samples(spool: Spool, samples: Iterable[Sample]) -> None:
         spool.write(name, "gauge", lines, HELP.get(name))
 
 
-def spool_rows(spool: Spool, columns: Sequence[str], rows: Iterable[Sequence], extra: Mapping[str, str],
+def spool_rows(spool: Spool, columns: Sequence[str], rows: Iterable[Sequence[Any]], extra: Mapping[str, str],
                pasts: Mapping[str, RulePast] | None = None) -> None:
     """Rows of `prometheus_series.sql` into the spool (see `row_samples`)."""
     spool_samples(spool, row_samples(columns, rows, extra, pasts))

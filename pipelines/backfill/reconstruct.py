@@ -13,9 +13,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pipelines.core.sqlfiles import execute_file, read_sql, transaction
-from pipelines.core.vocabulary import history_days_params
-from pipelines.storage.destinations.impl import as_connection
-from pipelines.storage.entities import SEVERITIES
+from pipelines.core.vocabulary import SEVERITIES, history_days_params
+from pipelines.storage.destinations import Connection
 
 DAY = timedelta(days=1)
 
@@ -43,12 +42,12 @@ def _sql(name: str) -> str:
     return read_sql(f"backfill/{name}.sql")
 
 
-def _stage(conn: Any, name: str, params: dict[str, Any] | None = None) -> None:
+def _stage(conn: Connection, name: str, params: dict[str, Any] | None = None) -> None:
     """Run `sql/backfill/<name>.sql`, which makes one `_bf_*` temp table or view."""
     execute_file(conn, f"backfill/{name}.sql", params)
 
 
-def prepare(conn: Any, workspace_id: str) -> None:
+def prepare(conn: Connection, workspace_id: str) -> None:
     """Stage one workspace's issue changes and scored scans; bounded by issues and scans, not by days."""
     ws = {"workspace_id": workspace_id}
     drop_temp(conn)  # another workspace's, staged on this connection before (PostgreSQL's views hold their tables)
@@ -61,12 +60,12 @@ def prepare(conn: Any, workspace_id: str) -> None:
     _stage(conn, "scores_at")
 
 
-def set_instants(conn: Any, start: datetime, stop: datetime, step: timedelta) -> None:
+def set_instants(conn: Connection, start: datetime, stop: datetime, step: timedelta) -> None:
     """The instants the `_bf_open_at` and `_bf_scores_at` views answer for: start, start + step, ... < stop."""
     _stage(conn, "instants", {"start": start, "stop": stop, "step_seconds": int(step.total_seconds())})
 
 
-def bounds(conn: Any, workspace_id: str) -> tuple[datetime | None, date | None, date | None]:
+def bounds(conn: Connection, workspace_id: str) -> tuple[datetime | None, date | None, date | None]:
     """(first observation, first day to rebuild, last day to rebuild), after `prepare`."""
     rows = conn.execute(_sql("bounds"), {"workspace_id": workspace_id, **history_days_params()}).fetchall()
     if not rows:
@@ -81,7 +80,7 @@ def midnight(day: date) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
-def reconstruct_workspace(conn: Any, workspace_id: str, *, now: datetime) -> Reconstruction:
+def reconstruct_workspace(conn: Connection, workspace_id: str, *, now: datetime) -> Reconstruction:
     """Rebuild one workspace's days before its first observation, in one transaction, changing only what moved.
 
     A re-run on the same history computes the same rows, so it deletes, inserts and records nothing.
@@ -90,7 +89,7 @@ def reconstruct_workspace(conn: Any, workspace_id: str, *, now: datetime) -> Rec
     try:
         with transaction(conn):
             # Two syncs of one workspace finishing at once take turns here, as their merges do.
-            as_connection(conn).engine.lock_workspace(as_connection(conn), workspace_id)
+            conn.engine.lock_workspace(conn, workspace_id)
             prepare(conn, workspace_id)
             first_observed_at, first_day, last_day = bounds(conn, workspace_id)
             if first_day is not None and last_day is not None:
@@ -112,16 +111,16 @@ def reconstruct_workspace(conn: Any, workspace_id: str, *, now: datetime) -> Rec
     return Reconstruction(workspace_id, first_day, last_day, score_rows, open_rows, changed, recorded)
 
 
-def drop_temp(conn: Any) -> None:
+def drop_temp(conn: Connection) -> None:
     execute_file(conn, "backfill/drop_temp.sql")
 
 
-def workspaces(conn: Any) -> list[tuple[str, bool]]:
+def workspaces(conn: Connection) -> list[tuple[str, bool]]:
     """(workspace_id, reconstructed before) for every workspace scanwatch has observed."""
     return [(ws, bool(done)) for ws, done in conn.execute(_sql("workspaces")).fetchall()]
 
 
-def reconstruct(conn: Any, *, now: datetime | None = None,
+def reconstruct(conn: Connection, *, now: datetime | None = None,
                 only_new: bool = False) -> list[Reconstruction]:
     """Reconstruct every observed workspace (`only_new`: those never reconstructed, as after a first sync)."""
     now = now or datetime.now(UTC)

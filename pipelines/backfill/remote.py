@@ -68,8 +68,8 @@ def encode_write_request(series: dict[tuple[tuple[str, str], ...], list[tuple[in
     body = bytearray()
     for labels, samples in series.items():
         ts = bytearray()
-        for name, value in sorted(labels):  # the protocol wants labels sorted by name
-            ts += _field(1, _field(1, name.encode()) + _field(2, value.encode()))
+        for name, text in sorted(labels):  # the protocol wants labels sorted by name
+            ts += _field(1, _field(1, name.encode()) + _field(2, text.encode()))
         for stamp, value in samples:
             ts += _field(2, b"\x09" + struct.pack("<d", value) + b"\x10" + _varint(stamp))
         body += _field(1, bytes(ts))
@@ -201,8 +201,7 @@ class RemoteWriteSink(_Batched):
                                 "(kube-prometheus-stack: prometheus.prometheusSpec.tsdb.outOfOrderTimeWindow)")
         runtime = self._get_json("/api/v1/status/runtimeinfo")
         retention = str(runtime.get("storageRetention", "")) if isinstance(runtime, dict) else ""
-        kept = [duration_seconds(part) for part in retention.split(" or ")]
-        kept = [k for k in kept if k]
+        kept = [k for k in (duration_seconds(part) for part in retention.split(" or ")) if k]
         if kept and min(kept) < need:
             raise BackfillError(f"{self.query_url} keeps {retention}, and the past reaches back {_days(need)}: it "
                                 f"would delete the oldest samples; set --storage.tsdb.retention.time={_days(need)} "
@@ -253,7 +252,7 @@ class VictoriaMetricsSink(_Batched):
         match = _VM_RETENTION.search(resp.text) if resp.status_code == 200 else None
         value = _VM_VALUE.search(match.group(0)) if match else None
         kept = vm_retention_seconds(value.group(1)) if value else None
-        if kept is not None and kept < need:
+        if value is not None and kept is not None and kept < need:
             raise BackfillError(f"{self.query_url} keeps {value.group(1)} (-retentionPeriod), and the past reaches "
                                 f"back {_days(need)}: it would drop the oldest samples; set -retentionPeriod="
                                 f"{_days(need)} or more")

@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pipelines.backfill import reconstruct as rc
 from pipelines.backfill.openmetrics import (
@@ -61,6 +61,9 @@ from pipelines.backfill.openmetrics import (
 from pipelines.core import milestones
 from pipelines.core.sqlfiles import read_sql
 from pipelines.core.vocabulary import history_days_params
+
+if TYPE_CHECKING:
+    from pipelines.storage.destinations import Connection
 
 # The longest block a production store takes: Mimir's largest compaction range, Prometheus's own
 # recommendation for backfilled blocks. promtool rounds it down to its 18 h range.
@@ -97,7 +100,7 @@ class Outcome:
     end: datetime | None = None
     blocks: list[str] = field(default_factory=list)
     workspaces: int = 0
-    series: set[tuple] = field(default_factory=set)
+    series: set[tuple[str, tuple[tuple[str, str], ...]]] = field(default_factory=set)  # (name, labels)
     skipped_days: int = 0  # days a block already in the folder covers
 
     def note(self, chunk: datetime, chunk_end: datetime, samples: list[Sample]) -> None:
@@ -145,7 +148,7 @@ class Span:
     stop: datetime
 
 
-def past_spans(conn: Any, plan: Plan, now: datetime | None = None) -> list[Span]:
+def past_spans(conn: Connection, plan: Plan, now: datetime | None = None) -> list[Span]:
     """Every observed workspace's past, before any sample is written (the outputs check their receiver against
     the oldest). Never at or after the first sync, `--end`, or now."""
     now = now or datetime.now(UTC)
@@ -164,7 +167,7 @@ def past_spans(conn: Any, plan: Plan, now: datetime | None = None) -> list[Span]
     return spans
 
 
-def past_chunks(conn: Any, plan: Plan, spans: list[Span]) -> Iterator[tuple[datetime, datetime, list[Sample]]]:
+def past_chunks(conn: Connection, plan: Plan, spans: list[Span]) -> Iterator[tuple[datetime, datetime, list[Sample]]]:
     """(chunk start, chunk end, samples) workspace by workspace, one chunk of steps at a time: each series's
     samples come in time order (the query sorts them), and memory holds one chunk, whatever the history's
     length."""
@@ -186,7 +189,7 @@ def past_chunks(conn: Any, plan: Plan, spans: list[Span]) -> Iterator[tuple[date
         rc.drop_temp(conn)
 
 
-def write_series(conn: Any, plan: Plan, path: Path) -> Outcome:
+def write_series(conn: Connection, plan: Plan, path: Path) -> Outcome:
     """Every observed workspace's past, as one OpenMetrics file; holds one chunk of steps at a time."""
     outcome = Outcome()
     spool = Spool(path.parent)
@@ -218,7 +221,8 @@ def _free_port() -> int:
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 @contextmanager
@@ -263,7 +267,7 @@ def scratch_prometheus(binary: str, data_dir: Path, work: Path) -> Iterator[str]
         log.close()
 
 
-def query_range(url: str, expr: str, start: float, end: float, step: float) -> list[dict]:
+def query_range(url: str, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
     """A Prometheus API's range query; a user and password in `url` go in a header, never in a message."""
     import base64
 
@@ -272,7 +276,7 @@ def query_range(url: str, expr: str, start: float, end: float, step: float) -> l
     if parts.username is not None:
         pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
         headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-        parts = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))
+        parts = parts._replace(netloc=(parts.hostname or "") + (f":{parts.port}" if parts.port else ""))
     query = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
     request = urllib.request.Request(f"{parts.geturl()}/api/v1/query_range?{query}", headers=headers)
     try:
@@ -284,7 +288,8 @@ def query_range(url: str, expr: str, start: float, end: float, step: float) -> l
                             "or --no-rules") from None
     if body.get("status") != "success":
         raise BackfillError(f"rule expression {expr!r} failed: {body.get('error')}")
-    return body["data"]["result"]
+    result: list[dict[str, Any]] = body["data"]["result"]  # Prometheus's API: a matrix, one object per series
+    return result
 
 
 def rule_batches(url: str, plan: Plan, outcome: Outcome) -> Iterator[list[Sample]]:
@@ -346,12 +351,13 @@ class BlocksSink:
     def __init__(self, plan: Plan, work: Path) -> None:
         assert plan.data_dir is not None
         self.plan, self.work = plan, work
+        self.data_dir = plan.data_dir
         self.promtool = find_tool(plan.promtool)
         self.prometheus = find_tool(plan.prometheus) if plan.rule_files else None
         self.days_dir = work / "days"
         self.days_dir.mkdir()
         self.scratch = Spool(work) if plan.rule_files else None
-        self.existing = existing_blocks(plan.data_dir)
+        self.existing = existing_blocks(self.data_dir)
         self.skipped: set[int] = set()
         self.kept: set[int] = set()
         self.stop_ms = 0
@@ -444,7 +450,7 @@ class BlocksSink:
             shutil.rmtree(folder)
         create_blocks(self.promtool, document, out)
         document.unlink()
-        moved = _move_blocks(out, self.plan.data_dir)
+        moved = _move_blocks(out, self.data_dir)
         out.rmdir()
         return moved
 
@@ -464,7 +470,7 @@ def _move_blocks(source: Path, data_dir: Path) -> list[str]:
     return moved
 
 
-def backfill(conn: Any, plan: Plan, sink: Sink | None = None, *,
+def backfill(conn: Connection, plan: Plan, sink: Sink | None = None, *,
              announce: Any = None) -> Outcome:
     """Stream the past into `sink` (default: blocks into `plan.data_dir`); returns what was written.
     `announce` receives the one line saying what the store must allow, before anything is sent."""

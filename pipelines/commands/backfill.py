@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipelines.storage.destinations import Connection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                      "data/scanwatch.duckdb)")
 
 
-def open_history(given: str | None, command: str):
+def open_history(given: str | None, command: str) -> Connection | None:
     """The history, opened for writing, or None after one line saying why not (none yet, a sync holds the DuckDB
     file, the PostgreSQL server cannot be used).
 

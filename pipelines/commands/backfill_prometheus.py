@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pipelines.backfill.tsdb import Sink
+    from pipelines.storage.destinations import Connection
 
 _DURATION = re.compile(r"(\d{1,6})([mhd])")
 # A sample every 15 minutes is already 35,000 a series over the service's year; more than a week apart, a
@@ -59,7 +60,7 @@ def wait_time(text: str) -> timedelta:
     return {"m": timedelta(minutes=n), "h": timedelta(hours=n), "d": timedelta(days=n)}[unit]
 
 
-def _first_syncs_finished(conn: object, wait: timedelta) -> bool:
+def _first_syncs_finished(conn: Connection, wait: timedelta) -> bool:
     """Whether every workspace in the history has finished its first sync (its end reconstructs the past
     and records it), polled for up to `wait`: a workspace half-way through its first sync has only part of
     its issues, and its past would be written short."""

@@ -44,7 +44,7 @@ def add_history_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"seconds to wait for a sync holding a DuckDB history (default {DEFAULT_WAIT:g})")
 
 
-def history_location(given: str | None):  # -> HistoryLocation
+def history_location(given: str | None) -> HistoryLocation:
     from pipelines.core.history_location import HistoryLocation
     from pipelines.core.settings import ConfigError, Settings
 

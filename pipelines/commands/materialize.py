@@ -22,6 +22,7 @@ import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import dagster as dg
 
@@ -40,12 +41,26 @@ MAX_RUN_PROCESSES = 8
 MAX_RUN_THREADS = 8
 
 
+class ErrorChain(Protocol):
+    """A failed step's error as Dagster reports it (its SerializableErrorInfo): the message and class of each
+    exception, from Dagster's wrapper down to the user's."""
+
+    @property
+    def message(self) -> str: ...
+
+    @property
+    def cls_name(self) -> str | None: ...
+
+    @property
+    def cause(self) -> ErrorChain | None: ...
+
+
 @dataclass
 class Outcome:
     success: bool
-    metadata: dict[str, dict] = field(default_factory=dict)
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
     failed_step: str | None = None
-    error: object | None = None
+    error: ErrorChain | None = None
     failed_checks: list[str] = field(default_factory=list)
     run_id: str | None = None
     warnings: list[str] = field(default_factory=list)  # what the assets logged as warnings
@@ -185,7 +200,7 @@ def _create_storage(names: list[str]) -> None:
         register(instance, names)  # nor would they add the workspaces' partitions at once
 
 
-def _child_started(progress: bool, pids: multiprocessing.queues.SimpleQueue) -> None:
+def _child_started(progress: bool, pids: multiprocessing.queues.SimpleQueue[int]) -> None:
     os.setsid()
     pids.put(os.getpid())
     if progress:
@@ -230,9 +245,10 @@ def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile
     outcome = Outcome(success=result.success, run_id=result.run_id, workspace=workspace)
     # Warnings only: Dagster's own ERROR lines ("Dependencies for step ... Not executing") repeat the failure.
     outcome.warnings = [entry.user_message for entry in instance.all_logs(result.run_id)
-                        if entry.dagster_event is None and logging.WARNING <= entry.level < logging.ERROR]
+                        if entry.dagster_event is None and isinstance(entry.level, int)
+                        and logging.WARNING <= entry.level < logging.ERROR]
     for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization
+        mat = event.step_materialization_data.materialization
         outcome.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
     for event in result.get_step_failure_events():
         outcome.failed_step = event.step_key
@@ -243,9 +259,8 @@ def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile
 
         refresh_after_failure(None, workspace)
     for event in result.all_events:
-        data = getattr(event, "event_specific_data", None)
-        if event.event_type_value == "ASSET_CHECK_EVALUATION" and not data.passed:
-            outcome.failed_checks.append(data.check_name)
+        if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.asset_check_evaluation_data.passed:
+            outcome.failed_checks.append(event.asset_check_evaluation_data.check_name)
     if forget:
         instance.delete_run(result.run_id)
     return outcome

@@ -21,12 +21,16 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipelines.commands.backup import EXIT_USAGE, BackupError, add_history_arguments, history_location
 from pipelines.core.text import printable
 from pipelines.storage.db import latest_version, schema_version
 from pipelines.storage.destinations.impl import engine_for
 from pipelines.storage.read_only import ReadRefused
+
+if TYPE_CHECKING:
+    pass
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pipelines.core.sqlfiles import fill, read_sql
+
+if TYPE_CHECKING:
+    from pipelines.core.history_location import HistoryLocation
+    from pipelines.storage.destinations import Connection
 
 WRITER, READER, VIEWS, GRAFANA = "scanwatch_writer", "scanwatch_reader", "scanwatch_views", "scanwatch_grafana"
 # A reader's limits: a query that runs for long, spills gigabytes to temporary files or sorts in a large
@@ -73,7 +77,7 @@ def recipe(*, schema: str = "public", temp_file_limit: str = TEMP_FILE_LIMIT,
         grafana_limits=reader_limits(GRAFANA, **limits)))
 
 
-def workspace_recipe(conn: Any, label: str, *, schema: str, temp_file_limit: str = TEMP_FILE_LIMIT,
+def workspace_recipe(conn: Connection, label: str, *, schema: str, temp_file_limit: str = TEMP_FILE_LIMIT,
                      statement_timeout: str = STATEMENT_TIMEOUT, work_mem: str = WORK_MEM) -> str:
     """One workspace's role and its policies on every table of the history that holds workspace rows; `conn`
     is a history `Connection`, read to find the workspace's id and the tables."""
@@ -165,7 +169,7 @@ def recipe_for(location: Any, labels: list[str], limits: dict[str, str]) -> str:
         conn.close()
 
 
-def apply(location: Any, text: str) -> None:
+def apply(location: HistoryLocation, text: str) -> None:
     """The whole recipe in one transaction: applied entirely or not at all."""
     from pipelines.storage.destinations import HistoryQueryError, HistoryUnavailableError
     from pipelines.storage.destinations.impl import engine_for

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 from pipelines.core.text import printable
 
 if TYPE_CHECKING:
-    pass
+    from pipelines.commands.materialize import ErrorChain
+    from pipelines.core.settings import Settings
+    from pipelines.storage.destinations.impl.postgres.deadline import Deadline
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,15 +32,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sync only this workspace of SCANWATCH_WORKSPACES_FILE (default: every one, at once)")
 
 
-def _root_cause(error) -> str:
-    """The innermost message of a Dagster error chain: the user's exception, not Dagster's wrapper.
+def root_cause(error: ErrorChain | None) -> str:
+    """The innermost message of a Dagster error chain: the user's exception, not Dagster's wrapper; the line a
+    failed sync prints.
 
     scanwatch's own errors are written for people, so the Python class path Dagster puts in front of them
     ("pipelines.api.errors.PermissionDeniedError: ") is dropped; other exceptions keep their class name.
     """
-    while getattr(error, "cause", None) is not None:
+    while error is not None and error.cause is not None:
         error = error.cause
-    message = (getattr(error, "message", None) or str(error)).strip().splitlines()
+    message = ((error.message if error is not None else None) or str(error)).strip().splitlines()
     line = message[0] if message else "unknown error"
     return re.sub(r"^pipelines(\.\w+)+: ", "", line)
 
@@ -52,13 +55,12 @@ INTERRUPTED_LINE = ("scanwatch sync: interrupted; each table keeps its last comp
                     "catches up")
 
 
-def _interrupted(error) -> bool:
+def interrupted(error: ErrorChain | None) -> bool:
     """Dagster turns Ctrl-C inside a step into its own error; either form means the user stopped the sync."""
     while error is not None:
-        if getattr(error, "cls_name", None) in INTERRUPTED or any(n in str(getattr(error, "message", ""))
-                                                                   for n in INTERRUPTED):
+        if error.cls_name in INTERRUPTED or any(n in (error.message or "") for n in INTERRUPTED):
             return True
-        error = getattr(error, "cause", None)
+        error = error.cause
     return False
 
 
@@ -109,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _history_deadline(settings) -> Iterator:
+def _history_deadline(settings: Settings) -> Iterator[Deadline | None]:
     """The sync's deadline kept on the history's connections too, where the engine can cut them
     (`Engine.deadline`: PostgreSQL's), and, should even that not end it, the process ended with the same line
     shortly after."""
@@ -137,7 +139,7 @@ def _history_deadline(settings) -> Iterator:
             backstop.cancel()
 
 
-def _run(args: argparse.Namespace, settings, cut) -> int:
+def _run(args: argparse.Namespace, settings: Settings, cut: Deadline | None) -> int:
     from pipelines.storage import HistoryUnavailableError
 
     try:
@@ -173,14 +175,14 @@ def _run(args: argparse.Namespace, settings, cut) -> int:
     if not args.quiet:
         for warning in outcome.warnings:
             print(f"  warning: {printable(warning)}", file=sys.stderr)
-    if sigint[0] or (not outcome.success and _interrupted(outcome.error)):
+    if sigint[0] or (not outcome.success and interrupted(outcome.error)):
         print(INTERRUPTED_LINE, file=sys.stderr)
         return EXIT_INTERRUPTED
     # Several workspaces: each failed one is one line of its own, and the others' success is still told.
     failed = [p for p in (outcome.parts or [outcome]) if not p.success]
     for part in failed:
         who = f"workspace {part.workspace} " if outcome.parts else ""
-        print(f"scanwatch sync: {who}failed in {part.failed_step}: {printable(_root_cause(part.error))}",
+        print(f"scanwatch sync: {who}failed in {part.failed_step}: {printable(root_cause(part.error))}",
               file=sys.stderr)
     synced = [p for p in outcome.parts if p.success] if outcome.parts else ([] if failed else [outcome])
     if not synced:
@@ -188,7 +190,7 @@ def _run(args: argparse.Namespace, settings, cut) -> int:
     metadata = [m for p in synced for m in p.metadata.values()]
     total = sum(int(m.get("requests", 0)) for m in metadata)
     limited = sum(int(m.get("rate_limited_429s", 0)) for m in metadata)
-    names = f" ({', '.join(p.workspace for p in synced)})" if outcome.parts else ""
+    names = f" ({', '.join(str(p.workspace) for p in synced)})" if outcome.parts else ""
     print(f"scanwatch sync: ok{names} in {elapsed:.1f} s, {total} requests, {limited} rate-limited answers")
     if not args.quiet:
         for asset, meta in outcome.metadata.items():

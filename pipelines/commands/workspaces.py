@@ -11,8 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from pipelines.core.text import printable
+
+if TYPE_CHECKING:
+    from pipelines.core.settings import Settings
 
 HISTORY_WAIT_SECONDS = 5.0  # a DuckDB file a sync holds is waited for this long, then shown as unreadable
 
@@ -22,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an aligned table (default) or tab-separated lines for scripts")
 
 
-def _followed(settings) -> list[tuple[str, str, str]]:
+def _followed(settings: Settings) -> list[tuple[str, str, str]]:
     """(name, where its key is read from, its state) for each workspace the file lists, each entry checked
     alone, so one broken entry is its own line rather than hiding the others."""
     from pipelines.core.credentials import ConfigError
@@ -38,7 +42,7 @@ def _followed(settings) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _history(settings) -> tuple[dict[str, tuple], str | None]:
+def _history(settings: Settings) -> tuple[dict[str, tuple[Any, ...]], str | None]:
     """Each name the history holds, with its bound workspace and last sync; or why the history was not read."""
     from pipelines.core.sqlfiles import read_sql
     from pipelines.storage import HistoryLockedError, HistoryUnavailableError, reader

@@ -32,7 +32,7 @@ class ChildFailed(RuntimeError):
 @dataclass
 class Child:
     name: str
-    proc: subprocess.Popen
+    proc: subprocess.Popen[bytes]
     log: Path
 
     def alive(self) -> bool:
@@ -138,7 +138,7 @@ def http_status(url: str, timeout: float = 2.0) -> int | None:
     """The HTTP status of a GET, or None when nothing answers. Any status means the server is up."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return resp.status
+            return int(resp.status)
     except urllib.error.HTTPError as exc:
         return exc.code
     except (urllib.error.URLError, OSError, ValueError):
@@ -159,7 +159,7 @@ def wait_until(ready: Callable[[], bool], child: Child, what: str, timeout: floa
         time.sleep(0.25)
 
 
-def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
     """Terminate, wait up to `timeout` seconds, then kill: a child must never outlive the run that started it."""
     if proc.poll() is None:
         proc.terminate()

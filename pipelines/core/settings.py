@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from pipelines.core.credentials import ConfigError, Workspace, check_api_key, check_base_url
+# ConfigError is the settings' error too: callers catch it from here (an explicit re-export).
+from pipelines.core.credentials import ConfigError as ConfigError
+from pipelines.core.credentials import Workspace, check_api_key, check_base_url
 from pipelines.core.history_location import HistoryLocation
 
 DEFAULT_DB = "data/scanwatch.duckdb"

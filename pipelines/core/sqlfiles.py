@@ -10,11 +10,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from pipelines.core import milestones, vocabulary
 
@@ -59,23 +59,40 @@ def _resolved(folder: Path, relative: str) -> Path:
     return path
 
 
-def execute_file(conn: Any, relative: str, params: Mapping[str, Any] | None = None) -> Any:
+class ParsedStatement(Protocol):
+    @property
+    def query(self) -> str: ...
+
+    @property
+    def named_parameters(self) -> Sequence[str]: ...
+
+
+class SqlConnection(Protocol):
+    """What running scanwatch's SQL files asks of a connection: the history's `Connection`
+    (`pipelines/storage/destinations`, a layer above this one) is one."""
+
+    def execute(self, sql: str, params: Any = None) -> Any: ...
+
+    def split_statements(self, sql: str) -> Sequence[ParsedStatement]: ...
+
+
+C = TypeVar("C", bound=SqlConnection)
+
+
+def execute_file(conn: SqlConnection, relative: str, params: Mapping[str, Any] | None = None) -> Any:
     """Run every statement of one file, each with the `$name` parameters it names, and return the cursor of
     the last one (a file may end with the count it reports). Engines bind parameters one statement at a
     time, so a file of several statements cannot take them in one `execute`; the history's engine splits
-    it (a driver's own DuckDB connection splits it itself)."""
+    it."""
     params = params or {}
-    text = read_sql(relative)
-    split = getattr(conn, "split_statements", None)
-    statements = split(text) if split is not None else conn.extract_statements(text)
-    cursor = conn
-    for statement in statements:
+    cursor: Any = conn
+    for statement in conn.split_statements(read_sql(relative)):
         cursor = conn.execute(statement.query, {name: params[name] for name in statement.named_parameters})
     return cursor
 
 
 @contextmanager
-def transaction(conn: Any, milestone: str | None = None) -> Iterator[Any]:
+def transaction(conn: C, milestone: str | None = None) -> Iterator[C]:
     """One explicit transaction: committed when the block ends, rolled back on any exception (Ctrl-C too).
 
     `milestone` names the moments just before and after the commit (`merge.before_commit`), at which the

@@ -87,7 +87,8 @@ def _parse(path: Path, text: str) -> Any:
         # Anchors and aliases first, from the event stream (linear in the text): nothing is built from them.
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise ConfigError(f"{path}: line {event.start_mark.line + 1}: YAML anchors and aliases are not "
+                line = "?" if event.start_mark is None else event.start_mark.line + 1
+                raise ConfigError(f"{path}: line {line}: YAML anchors and aliases are not "
                                   "accepted in the workspaces file: write each entry out")
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -108,9 +109,10 @@ def _parsed(path: str, text: str) -> list[Any]:
     time, which two quick writes of one size can share), so an edited file is parsed again at once. The
     entries are shared between callers: read them, never change them."""
     doc = _parse(Path(path), text)
-    if not isinstance(doc, dict) or not isinstance(doc.get("workspaces"), list) or not doc["workspaces"]:
+    entries = doc.get("workspaces") if isinstance(doc, dict) else None
+    if not isinstance(entries, list) or not entries:
         raise ConfigError(f"{path}: expected a top-level 'workspaces:' list with at least one entry")
-    return doc["workspaces"]
+    return entries
 
 
 def _name(path: Path, index: int, entry: Any, seen: set[str]) -> str:
@@ -134,7 +136,7 @@ def _name(path: Path, index: int, entry: Any, seen: set[str]) -> str:
     return name
 
 
-def _scan_targets(where: str, entry: dict) -> tuple[str, ...]:
+def _scan_targets(where: str, entry: dict[str, Any]) -> tuple[str, ...]:
     targets = entry.get("scan_targets") or []
     if not isinstance(targets, list) or not all(isinstance(t, str) and _TARGET_ID.fullmatch(t)
                                                 and not looks_like_key(t) for t in targets):
@@ -142,7 +144,7 @@ def _scan_targets(where: str, entry: dict) -> tuple[str, ...]:
     return tuple(targets)
 
 
-def _label(where: str, entry: dict, name: str) -> str:
+def _label(where: str, entry: dict[str, Any], name: str) -> str:
     """What the workspace is called on every metric, alert and history row, and the name the history binds to
     its workspace. A workspace followed until now by the two variables is shown under the service's own name
     (`Acme Corp`): giving that name here keeps its series when it moves into this file."""
@@ -184,7 +186,7 @@ def _key_file(where: str, path: Path) -> str:
                       f"{where}: its key file {{path}} is larger than 4 KiB: it does not hold one key")
 
 
-def _key(path: Path, where: str, name: str, entry: dict, env: Mapping[str, str]) -> tuple[str, str, str]:
+def _key(path: Path, where: str, name: str, entry: dict[str, Any], env: Mapping[str, str]) -> tuple[str, str, str]:
     """Where this entry's key is and the key itself: (the field a line names, the setting it names, the key)."""
     variable, key_file = entry.get("api_key_env"), entry.get("api_key_file")
     if variable and key_file:
@@ -212,7 +214,7 @@ def _key(path: Path, where: str, name: str, entry: dict, env: Mapping[str, str])
     return "api_key_env", variable, env.get(variable) or ""
 
 
-def _workspace(path: Path, index: int, name: str, entry: dict, env: Mapping[str, str]) -> Workspace:
+def _workspace(path: Path, index: int, name: str, entry: dict[str, Any], env: Mapping[str, str]) -> Workspace:
     where = f"{path}: workspaces[{index}] ({name})"
     key_field, key_setting, raw_key = _key(path, where, name, entry, env)
     default_url = env.get("SCANWATCH_BASE_URL") or ""

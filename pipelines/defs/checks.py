@@ -1,5 +1,7 @@
 """Asset checks on the history: invariants that, if broken, mean a merge went wrong or the service changed."""
 
+from collections.abc import Iterator
+
 import dagster as dg
 
 from pipelines.core.sqlfiles import read_sql
@@ -22,7 +24,7 @@ _CHECKS: dict[str, tuple[str, str]] = {
            for name, (asset, description) in _CHECKS.items()],
     can_subset=True, pool="duckdb", name="history_checks",
 )
-def _history_checks(context: dg.AssetCheckExecutionContext, history: HistoryResource):
+def _history_checks(context: dg.AssetCheckExecutionContext, history: HistoryResource) -> Iterator[dg.AssetCheckResult]:
     """Every selected check in one step and on one connection, and the checks of one table in one pass over
     it: a step or a DuckDB open apiece cost far more than the queries, and a pass apiece over the issues
     most of the checks' time on PostgreSQL."""

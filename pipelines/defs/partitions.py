@@ -15,16 +15,17 @@ import dagster as dg
 
 from pipelines.core.settings import Settings
 
-WORKSPACES = dg.DynamicPartitionsDefinition(name="workspaces")
+WORKSPACES_NAME = "workspaces"
+WORKSPACES = dg.DynamicPartitionsDefinition(name=WORKSPACES_NAME)
 
 
 def register(instance: dg.DagsterInstance, names: list[str]) -> None:
     """Make `names` partitions of `instance` (those it lacks): a run of a workspace is refused by Dagster
     unless its partition is known, and an instance made for one command (`scanwatch sync`'s) starts empty."""
-    known = set(instance.get_dynamic_partitions(WORKSPACES.name))
+    known = set(instance.get_dynamic_partitions(WORKSPACES_NAME))
     missing = [name for name in dict.fromkeys(names) if name not in known]
     if missing:
-        instance.add_dynamic_partitions(WORKSPACES.name, missing)
+        instance.add_dynamic_partitions(WORKSPACES_NAME, missing)
 
 
 def followed_workspaces(instance: dg.DagsterInstance) -> list[str]:
@@ -37,7 +38,7 @@ def followed_workspaces(instance: dg.DagsterInstance) -> list[str]:
 
 def partition_changes(instance: dg.DagsterInstance, names: list[str]) -> tuple[list[str], list[str]]:
     """(added, removed): the partition keys to add for `names` and the ones to remove, the file's order kept."""
-    known = instance.get_dynamic_partitions(WORKSPACES.name)
+    known = instance.get_dynamic_partitions(WORKSPACES_NAME)
     listed = set(names)
     present = set(known)
     return [n for n in names if n not in present], [k for k in known if k not in listed]

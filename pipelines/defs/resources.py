@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import dagster as dg
 import httpx
@@ -24,7 +25,7 @@ from pipelines.storage.destinations import Connection
 from pipelines.storage.destinations.impl import engine_for
 
 
-class ScanningServiceResource(dg.ConfigurableResource):
+class ScanningServiceResource(dg.ConfigurableResource["ScanningServiceResource"]):
     """Security Scanning Service API of each followed workspace.
 
     Either `workspaces_file` (keys stay in the variables it names, read at run time) or the one workspace of
@@ -38,7 +39,7 @@ class ScanningServiceResource(dg.ConfigurableResource):
     concurrency: int = 4
     page_size: int = 100
 
-    def __repr_args__(self):  # pydantic repr: never print the credential
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:  # pydantic repr: never print the credential
         for name, value in super().__repr_args__():
             yield name, (mask_key(value) if name == "api_key" and isinstance(value, str) else value)
 
@@ -71,7 +72,7 @@ class ScanningServiceResource(dg.ConfigurableResource):
             client.close()
 
 
-class HistoryResource(dg.ConfigurableResource):
+class HistoryResource(dg.ConfigurableResource["HistoryResource"]):
     """The history with the schema brought up to date on every connection: a DuckDB file's path, or a
     PostgreSQL URL given as `dg.EnvVar("SCANWATCH_DB")` so that run storage keeps the variable's name only.
 
@@ -83,7 +84,7 @@ class HistoryResource(dg.ConfigurableResource):
     database: str
     lock_wait_seconds: float = 120.0
 
-    def __repr_args__(self):  # pydantic repr: a URL's password never shows
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:  # pydantic repr: a URL's password never shows
         for name, value in super().__repr_args__():
             yield name, (HistoryLocation(value).masked if name == "database" and isinstance(value, str) else value)
 

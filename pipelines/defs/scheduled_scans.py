@@ -7,6 +7,7 @@ tick: a retried run, or a second run of the same tick, gets the first answer bac
 
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import dagster as dg
 
@@ -38,9 +39,9 @@ QUOTA_CODES = {"scan_quota_exceeded": "quick_scans", "audit_quota_exceeded": "au
 def start_and_wait_for_scans(
     context: dg.OpExecutionContext, config: ScheduledScansConfig,
     scanning_service: ScanningServiceResource, history: HistoryResource,
-) -> dg.Output:
+) -> dg.Output[Any]:
     tick = config.tick or context.run_id
-    skips: list[dict] = []
+    skips: list[dict[str, Any]] = []
 
     def skip(target_id: str, kind: str | None, reason: str, detail: str, status: int | None = None) -> None:
         skips.append({"target_id": target_id, "kind": kind, "status": status, "reason": reason, "detail": detail})
@@ -95,6 +96,8 @@ def start_and_wait_for_scans(
                     scans[sid] = client.get_scan(sid)
     now = datetime.now(UTC)
     workspace = (account.get("workspace") or {}).get("id")
+    if not isinstance(workspace, str):
+        raise dg.Failure("scheduled scans: the service's account answer names no workspace id; nothing was stored")
     with history.get_connection() as conn:
         known = dict(conn.execute(read_sql("sync/target_projects.sql")).fetchall())
         rows = [dict(s, project_id=known.get(s.get("target_id"))
@@ -114,7 +117,7 @@ def start_and_wait_for_scans(
 
 
 @dg.job(description="Start scans on chosen targets and wait for them (off by default).")
-def scheduled_scans_job():
+def scheduled_scans_job() -> None:
     start_and_wait_for_scans()
 
 
@@ -129,7 +132,7 @@ def _only_workspace() -> str:
 
 @dg.schedule(job=scheduled_scans_job, cron_schedule=Settings.load().scan_cron,
              default_status=dg.DefaultScheduleStatus.STOPPED)
-def scheduled_scans_schedule(context: dg.ScheduleEvaluationContext):
+def scheduled_scans_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest] | dg.SkipReason:
     """One run per workspace with targets (SCANWATCH_SCAN_TARGETS for the one workspace of the two variables,
     each entry's scan_targets in the workspaces file), with that workspace's key; the tick keys each scan's
     idempotency."""

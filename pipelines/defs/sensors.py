@@ -41,7 +41,7 @@ LOCK_WAIT_SECONDS = 5.0
 @dg.sensor(job=project_refresh_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
 def scan_finished_sensor(
     context: dg.SensorEvaluationContext, scanning_service: ScanningServiceResource, history: HistoryResource
-):
+) -> list[dg.RunRequest] | dg.SkipReason:
     """Polls the scans the history still holds as queued or running (one request each, at most 20 a minute per
     workspace, each with its own key) and asks for a refresh of the projects whose scans have finished. A
     scan that answers 404 asks for one too: the refresh settles it as gone, and nothing polls it again. So do
@@ -64,7 +64,7 @@ def scan_finished_sensor(
     requests, waiting = [], []
     for workspace, future in futures.items():
         if future.cancelled() or not future.done():
-            found: list[tuple[str, str]] | str = (f"not polled within its {WORKSPACE_BUDGET_SECONDS:g} s budget "
+            found: Found | str = (f"not polled within its {WORKSPACE_BUDGET_SECONDS:g} s budget "
                                                   "(a slow service); polled again next tick")
         elif future.exception() is not None:
             found = f"not polled: {type(future.exception()).__name__}: {future.exception()}"
@@ -101,10 +101,10 @@ def _workspaces_with_a_run(instance: dg.DagsterInstance) -> set[str]:
     Such a run reads the projects it moves itself: the projects it has moved but not yet read the issues of are
     not asked for again while it runs."""
     records = instance.get_run_records(dg.RunsFilter(statuses=list(NOT_FINISHED_STATUSES)))
-    return {r.dagster_run.tags.get("dagster/partition") for r in records} - {None}
+    return {name for r in records if (name := r.dagster_run.tags.get("dagster/partition")) is not None}
 
 
-def _pending(history: HistoryResource, label: str | None, wait_until: float,
+def pending_in_history(history: HistoryResource, label: str | None, wait_until: float,
              busy: bool) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | str:
     """The workspace's queued scans as the history holds them, and (unless a run of it is `busy`) its projects
     whose issues are behind their scans; read-only and brief. A DuckDB file a run's step holds is waited for
@@ -129,8 +129,8 @@ def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceRe
                  workspace: str, deadline: float, busy: bool) -> Found | str:
     """This workspace's queued scans that have finished (or vanished) and its projects whose issues are behind
     their scans, or why there is nothing to ask for; no request starts past `deadline`, and none waits past it."""
-    looked = _pending(history, service.workspace(workspace).label, min(deadline, time.time() + LOCK_WAIT_SECONDS),
-                      busy)
+    looked = pending_in_history(history, service.workspace(workspace).label,
+                                min(deadline, time.time() + LOCK_WAIT_SECONDS), busy)
     if isinstance(looked, str):
         return looked
     pending, behind = looked

@@ -14,12 +14,14 @@ label the views layer gives the workspace (sql/views/workspace_labels.sql); ever
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 Row = Mapping[str, Any]
+# A snapshot document (pipelines/snapshot/format.py): JSON, so its values are whatever JSON holds.
+Document = dict[str, Any]
 
 WS = ("workspace",)
 PROJECT = ("workspace", "project_id", "project")
@@ -58,7 +60,8 @@ class Series:
     value: str | Callable[[Row], Any] = ""  # a column of the row, or a function of it
     when: Callable[[Row], bool] | None = None  # only the rows where this holds
     sources: Mapping[str, str | Callable[[Row], str]] = field(default_factory=dict)  # label -> column or function
-    rows: Callable[[dict, list[dict], int], Iterable[Row]] | None = None  # (document, table rows, info limit)
+    # (document, table rows, info limit)
+    rows: Callable[[Document, Sequence[Row], int], Iterable[Row]] | None = None
     once: bool = False  # global: served from one part only, never once per workspace
     past: bool = False  # the backfill writes its past (sql/backfill/prometheus_series.sql)
 
@@ -104,12 +107,12 @@ def _constant(value: str) -> Callable[[Row], str]:
     return lambda _r: value
 
 
-def _sla_seconds(doc: dict, _rows: list[dict], _limit: int) -> Iterable[Row]:
+def _sla_seconds(doc: Document, _rows: Sequence[Row], _limit: int) -> Iterable[Row]:
     for severity, days in (doc.get("sla_days") or {}).items():
         yield {"severity": severity, "seconds": days * 86400 if days is not None else None}
 
 
-def _features(_doc: dict, rows: list[dict], _limit: int) -> Iterable[Row]:
+def _features(_doc: Document, rows: Sequence[Row], _limit: int) -> Iterable[Row]:
     for w in rows:
         try:
             features = json.loads(w.get("features") or "{}")
@@ -120,7 +123,7 @@ def _features(_doc: dict, rows: list[dict], _limit: int) -> Iterable[Row]:
                 yield {"workspace": w["workspace"], "feature": feature, "enabled": int(enabled)}
 
 
-def _unlisted(doc: dict, rows: list[dict], _limit: int) -> Iterable[Row]:
+def _unlisted(doc: Document, rows: Sequence[Row], _limit: int) -> Iterable[Row]:
     """Per workspace, the arrivals its cap left out of `secscan_critical_issue_new`."""
     listed: dict[str, int] = {}
     total: dict[str, int] = {}
@@ -132,7 +135,7 @@ def _unlisted(doc: dict, rows: list[dict], _limit: int) -> Iterable[Row]:
         yield {"workspace": name, "unlisted": max(0, total.get(name, 0) - listed.get(name, 0))}
 
 
-def _first(_doc: dict, rows: list[dict], limit: int) -> Iterable[Row]:
+def _first(_doc: Document, rows: Sequence[Row], limit: int) -> Iterable[Row]:
     return rows[:limit]
 
 
@@ -289,9 +292,6 @@ RULE_SERIES: tuple[RuleSeries, ...] = (
     RuleSeries("secscan:issues_opened:increase1d", "secscan_issues_opened", "opened"),
     RuleSeries("secscan:issues_fixed:increase1d", "secscan_issues_fixed", "fixed"),
 )
-# Labels Prometheus adds to every scraped series, and the bucket bound of a histogram.
-SCRAPE_LABELS = ("job", "instance")
-
 
 def past_series() -> tuple[Series, ...]:
     """The series the backfill writes with these names, help and labels."""

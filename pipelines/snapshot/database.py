@@ -65,6 +65,8 @@ _WRITE = ("INSERT INTO snapshot_parts (name, generation, written_at, document) "
 _KEEP_ONLY = "DELETE FROM snapshot_parts WHERE NOT (name = ANY(CAST(%(names)s AS VARCHAR[])))"
 _REMOVE = "DELETE FROM snapshot_parts WHERE name = %(name)s"
 
+PartKey = tuple[int, int]  # (generation, size in bytes): a new key means a new part to read
+
 
 class Location(Protocol):
     """A PostgreSQL history's address (`pipelines.core.history_location.HistoryLocation`)."""
@@ -105,11 +107,11 @@ class DatabaseStore:
             raise fmt.SnapshotError(f"cannot reach the metrics snapshot in the PostgreSQL history at "
                                     f"{self.where.masked}: {_reason(exc, self.where)}") from None
 
-    def keys(self) -> dict[str, object]:
+    def keys(self) -> dict[str, PartKey]:
         return {name: (generation, size) for name, generation, size in
                 self._run(lambda: self.conn.execute(_KEYS).fetchall())}
 
-    def read_many(self, names: list[str]) -> dict[str, tuple[object, bytes]]:
+    def read_many(self, names: list[str]) -> dict[str, tuple[PartKey, bytes]]:
         """The parts named that are within the size cap, each with its identity; one statement."""
         rows = self._run(lambda: self.conn.execute(_READ, {"names": names, "cap": self.cap}).fetchall())
         return {name: ((generation, len(document.encode())), document.encode()) for name, generation, document in rows}
@@ -123,9 +125,9 @@ class DatabaseStore:
         return _fetched(self.read_many([name]), name, keys[name], self.location(name), self.cap)
 
     def needs_all(self) -> bool:
-        return bool(self._run(lambda: self.conn.execute(_EMPTY).fetchone()[0]))
+        return bool(self._run(lambda: self.conn.execute(_EMPTY).fetchone() == (True,)))
 
-    def _transaction(self, work: Callable[[], None]) -> None:
+    def _transaction(self, work: Callable[[], object]) -> None:
         reached = self.milestone if callable(self.milestone) else (lambda _name: None)
 
         def inside() -> None:
@@ -154,11 +156,10 @@ class DatabaseStore:
         return f"{self.where.masked} (snapshot_parts, part {name!r})"
 
 
-def _fetched(found: dict[str, tuple[object, bytes]], name: str, key: object, where: str,
-             cap: int) -> tuple[object, bytes]:
+def _fetched(found: dict[str, tuple[PartKey, bytes]], name: str, key: PartKey, where: str,
+             cap: int) -> tuple[PartKey, bytes]:
     if name not in found:  # over the cap (a key counts the bytes), or replaced by a larger one meanwhile
-        size = key[1] if isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], int) else cap + 1
-        raise fmt.SnapshotError(fmt.over_cap(where, size, cap))
+        raise fmt.SnapshotError(fmt.over_cap(where, key[1], cap))
     return found[name]
 
 
@@ -197,7 +198,7 @@ class PolledStore:
         self._look_started: float | None = None  # monotonic start of the look under way
         self._unblocked: float | None = None  # the look whose socket the watchdog shut down
         self._lock = threading.Lock()
-        self._parts: dict[str, tuple[object, bytes | None]] = {}  # name -> (identity, bytes; None: over the cap)
+        self._parts: dict[str, tuple[PartKey, bytes | None]] = {}  # name -> (identity, bytes; None: over the cap)
         self._error: str | None = None
         self._looked = threading.Event()
         self._stop = threading.Event()
@@ -319,7 +320,7 @@ class PolledStore:
         else:
             self._disconnect()
 
-    def keys(self) -> dict[str, object]:
+    def keys(self) -> dict[str, PartKey]:
         self._start()
         if not self._looked.wait(self.first_wait_seconds):
             raise fmt.SnapshotError(f"no answer yet from the PostgreSQL history at {self.where.masked} for the "

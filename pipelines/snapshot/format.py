@@ -16,6 +16,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # 2: one part per workspace, every row labelled with its `workspace` (1: one file, labels resolved by the reader)
 SCHEMA_VERSION = 2
@@ -56,7 +57,7 @@ def file_key(st: os.stat_result) -> FileKey:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def read_snapshot_bytes(path: Path, known: FileKey | None = None,
+def read_snapshot_bytes(path: Path, known: object | None = None,
                         cap: int | None = None) -> tuple[FileKey, bytes | None]:
     """The file's key and bytes, or None for the bytes when the key is still `known` (nothing new to parse).
 
@@ -102,7 +103,7 @@ def over_cap(where: str, size: int, cap: int) -> str:
     return f"snapshot {where} is {size:,} bytes, over the {cap:,}-byte cap: it is not a scanwatch snapshot"
 
 
-def parse_snapshot(raw: bytes, name: str = "snapshot") -> dict:
+def parse_snapshot(raw: bytes, name: str = "snapshot") -> dict[str, Any]:
     """Validate bytes already read: refuse a document this version cannot interpret rather than export nonsense.
 
     Any failure to decode is a SnapshotError, whatever its cause: a document nested deeper than the decoder's
@@ -130,7 +131,7 @@ def parse_snapshot(raw: bytes, name: str = "snapshot") -> dict:
     return doc
 
 
-def read_snapshot(path: Path) -> dict:
+def read_snapshot(path: Path) -> dict[str, Any]:
     """Load and validate a snapshot file, or every part of a snapshot folder as one document (each row keeps
     its `workspace`); SnapshotError with one line saying what is wrong."""
     path = Path(path)
@@ -140,7 +141,7 @@ def read_snapshot(path: Path) -> dict:
     return parse_snapshot(raw or b"", str(path))
 
 
-def merge_documents(parts: list[dict]) -> dict:
+def merge_documents(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Parts as one document, each row keeping its `workspace`: what a single-file snapshot holds. The
     settings (SLA, buckets) are the newest part's."""
     newest = max(parts, key=lambda p: p.get("generated_at_seconds") or 0, default={})
@@ -149,7 +150,7 @@ def merge_documents(parts: list[dict]) -> dict:
             "tables": {name: [row for p in parts for row in p.get("tables", {}).get(name, [])] for name in TABLES}}
 
 
-def encode_snapshot(doc: dict) -> bytes:
+def encode_snapshot(doc: dict[str, Any]) -> bytes:
     """The bytes the pipeline writes: compact JSON, refused over the cap so the exporter never has to."""
     data = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("utf-8")
     if len(data) > MAX_SNAPSHOT_BYTES:

@@ -18,6 +18,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import quote, unquote
@@ -31,7 +32,7 @@ _PART = re.compile(r"^[^.].*\.json$")
 class SnapshotStore(Protocol):
     """Parts by name (a followed workspace's name, or the service's workspace id)."""
 
-    def keys(self) -> dict[str, object]:
+    def keys(self) -> Mapping[str, object]:
         """Each part's name and identity now, without reading any; SnapshotError when nothing can be listed."""
         ...
 

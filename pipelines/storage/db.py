@@ -15,12 +15,11 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from pipelines.core.history_location import HistoryLocation
 from pipelines.core.sqlfiles import read_sql, sql_dir, transaction
 from pipelines.storage.destinations import Connection, Engine, HistoryLockedError, HistoryUnavailableError
-from pipelines.storage.destinations.impl import as_connection, engine_for, location_of
+from pipelines.storage.destinations.impl import engine_for, location_of
 from pipelines.storage.destinations.impl.duckdb.sql_client import SETTINGS
 from pipelines.storage.reference import vocabulary_current, write_vocabulary
 from pipelines.storage.views import definitions, digest, drop_views, write_views
@@ -89,19 +88,18 @@ def refuse_newer(conn: Connection, version: int) -> None:
             "only reads it (scanwatch sql, the exporter); sync with the scanwatch that wrote it, or upgrade this one")
 
 
-def schema_version(conn: Any) -> int:
-    conn = as_connection(conn)
+def schema_version(conn: Connection) -> int:
     if not _has_table(conn, "schema_migrations"):
         return 0
-    return conn.execute(read_sql("storage/schema_version.sql")).fetchall()[0][0]
+    version: int = conn.execute(read_sql("storage/schema_version.sql")).fetchall()[0][0]
+    return version
 
 
-def migrate(conn: Any, *, target: int | None = None) -> list[int]:
+def migrate(conn: Connection, *, target: int | None = None) -> list[int]:
     """Apply the migrations this history lacks (up to `target`); returns the versions applied."""
-    conn = as_connection(conn)
     if target is None and _up_to_date(conn):
         return []
-    applied = []
+    applied: list[int] = []
     with conn.engine.migrating(conn):
         conn.execute(read_sql("storage/schema_migrations.sql"))
         current = schema_version(conn)

@@ -8,6 +8,7 @@ that fails its cast, or an enum value this version does not know, is stored and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pipelines.core.vocabulary import ISSUE_STATUSES, SCAN_STATUSES, SEVERITIES
 
@@ -61,7 +62,7 @@ def _at(value: object, *path: str) -> object:
     return value
 
 
-def account_rows(body: dict) -> tuple[dict, list[dict]]:
+def account_rows(body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """GET /account as the `accounts` row and one row per quota: its nested objects (workspace, api_access,
     period, pack_credits, projects, quotas) read by the contract's field names, so both engines type and warn
     about every value the same way; a field that is not where the contract puts it is missing (NULL)."""

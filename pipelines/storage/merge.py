@@ -26,7 +26,6 @@ from pipelines.core import milestones
 from pipelines.core.sqlfiles import execute_file, read_sql, transaction
 from pipelines.core.text import printable
 from pipelines.storage.destinations import Connection
-from pipelines.storage.destinations.impl import as_connection
 from pipelines.storage.entities import (
     ACCOUNT,
     ISSUE,
@@ -43,7 +42,7 @@ from pipelines.storage.upsert import quote, touch_unchanged, upsert
 log = logging.getLogger("scanwatch.storage")
 
 __all__ = ["MAX_RECORD_BYTES", "QUARANTINED", "MergeResult", "merge_account", "merge_issue_stages",
-           "merge_issues", "merge_projects", "merge_scans"]
+           "merge_projects", "merge_scans"]
 
 
 @dataclass
@@ -60,13 +59,13 @@ class MergeResult:
         return sum(self.rows.values()) + sum(self.events.values())
 
 
-def stage_format(conn: Any, entity: Entity) -> StageFormat:
+def stage_format(conn: Connection, entity: Entity) -> StageFormat:
     """The lines `conn`'s engine loads fastest, for the stage files of `entity` (a sync writes them while the
     pages arrive, before it holds a connection)."""
-    return as_connection(conn).engine.stage_format(list(entity.columns))
+    return conn.engine.stage_format(list(entity.columns))
 
 
-def _stage(conn: Connection, entity: Entity, records: Iterable[dict], result: MergeResult) -> int:
+def _stage(conn: Connection, entity: Entity, records: Iterable[dict[str, Any]], result: MergeResult) -> int:
     """Stage items held in memory (the small lists) the way streamed lists are: through a stage file."""
     with StageFile(entity.name, stage_format(conn, entity)) as stage:
         return _load_stage(conn, entity, [stage.extend(records).close()], result)
@@ -137,7 +136,8 @@ def _load_stage(conn: Connection, entity: Entity, stages: Sequence[StageFile], r
         log.warning("stored %s %s with unexpected %s=%r (kept, listed in ingest_warnings)",
                     entity_name, entity_id, fld, value)
     result.warnings.extend(found)
-    return conn.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
+    staged: int = conn.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
+    return staged
 
 
 def _set_context(conn: Connection, workspace_id: str | None, now: datetime,
@@ -151,10 +151,9 @@ def _set_context(conn: Connection, workspace_id: str | None, now: datetime,
         conn.engine.analyse(conn, "merge_context")
 
 
-def merge_account(conn: Any, account: dict, *, now: datetime,
+def merge_account(conn: Connection, account: dict[str, Any], *, now: datetime,
                   service_version: str | None = None) -> MergeResult:
     """Current account row plus one quota snapshot per quota."""
-    conn = as_connection(conn)
     result = MergeResult()
     row, quotas = account_rows(account)
     with transaction(conn, "merge"):
@@ -168,10 +167,9 @@ def merge_account(conn: Any, account: dict, *, now: datetime,
 
 
 
-def merge_projects(conn: Any, workspace_id: str, projects: Sequence[dict], *,
+def merge_projects(conn: Connection, workspace_id: str, projects: Sequence[dict[str, Any]], *,
                    now: datetime) -> MergeResult:
     """Projects and their embedded targets, removals marked, one score snapshot per project and target."""
-    conn = as_connection(conn)
     result = MergeResult()
     # A `targets` that is not a list of objects is kept out (its project's targets are then left as they were
     # rather than marked removed) and reported like any other unexpected value.
@@ -200,14 +198,13 @@ def merge_projects(conn: Any, workspace_id: str, projects: Sequence[dict], *,
     return result
 
 
-def merge_scans(conn: Any, workspace_id: str, scans: Sequence[dict], *,
+def merge_scans(conn: Connection, workspace_id: str, scans: Sequence[dict[str, Any]], *,
                 now: datetime, gone: Sequence[tuple[str, str]] = ()) -> MergeResult:
     """Scans read this run; `project_id` must be set on each (the scan object does not carry it).
 
     `gone` (scan_id, project_id) are queued scans that answered 404: settled, never polled again. Queued scans
     of a project or target no longer listed are settled here too, without a request.
     """
-    conn = as_connection(conn)
     result = MergeResult()
     with transaction(conn, "merge"):
         _set_context(conn, workspace_id, now)
@@ -232,7 +229,7 @@ def group_bytes(conn: Connection) -> int:
     return conn.engine.capabilities.merge_group_bytes or CHUNK_BYTES
 
 
-def _hide_unlisted_issues(conn: Any, listed_projects: Sequence[str],
+def _hide_unlisted_issues(conn: Connection, listed_projects: Sequence[str],
                           quarantined: Sequence[str] = ()) -> dict[str, int]:
     """Issues whose project or target was removed, or whose site lost its proof, leave every open count;
     returns the events this merge wrote.
@@ -253,16 +250,7 @@ def _hide_unlisted_issues(conn: Any, listed_projects: Sequence[str],
     return dict(execute_file(conn, "merge/events_written.sql").fetchall())
 
 
-def merge_issues(conn: Any, workspace_id: str, issues: Iterable[dict], *,
-                 now: datetime, project_state: Sequence[tuple[str, str | None, bool]] = ()) -> MergeResult:
-    """`merge_issue_stages` for issues held in memory."""
-    conn = as_connection(conn)
-    with StageFile(ISSUE.name, stage_format(conn, ISSUE)) as stage:
-        return merge_issue_stages(conn, workspace_id, [stage.extend(issues).close()], now=now,
-                                  project_state=project_state)
-
-
-def merge_issue_stages(conn: Any, workspace_id: str, stages: Sequence[StageFile], *,
+def merge_issue_stages(conn: Connection, workspace_id: str, stages: Sequence[StageFile], *,
                        now: datetime, project_state: Sequence[tuple[str, str | None, bool]] = ()) -> MergeResult:
     """Complete issue lists of some projects, each in its stage file: events diffed against the history,
     then written, a bounded group of files at a time.
@@ -277,7 +265,6 @@ def merge_issue_stages(conn: Any, workspace_id: str, stages: Sequence[StageFile]
     in, so a sync stopped between groups leaves its projects unmarked and the next one reads them again
     (what it then finds unchanged costs no write).
     """
-    conn = as_connection(conn)
     result = MergeResult()
     result.rows["issues"] = 0
     # The ids the lists held gather in listed_issue_ids, group after group (issues_visible_again.sql), for
@@ -303,28 +290,25 @@ def merge_issue_stages(conn: Any, workspace_id: str, stages: Sequence[StageFile]
     return result
 
 
-def record_scans_state(conn: Any, workspace_id: str,
+def record_scans_state(conn: Connection, workspace_id: str,
                        project_state: Sequence[tuple[str, str | None]], now: datetime) -> None:
-    conn = as_connection(conn)
     if project_state:
         conn.execute(read_sql("merge/scans_synced.sql"), {
             "workspace_id": workspace_id, "now": now, "project_ids": [pid for pid, _ in project_state],
             "fingerprints": [fp for _, fp in project_state]})
 
 
-def record_api_access_lost(conn: Any, workspace_id: str, now: datetime) -> None:
+def record_api_access_lost(conn: Connection, workspace_id: str, now: datetime) -> None:
     """The plan gate answered 402 (`api_plan_required`, `api_trial_ended`): the account says the API no longer
     answers, so `secscan_api_access_allowed` drops to 0 and SecscanApiAccessLost can fire. The next good
     account read sets it back."""
-    conn = as_connection(conn)
     conn.execute(read_sql("merge/api_access_lost.sql"), {"now": now, "workspace_id": workspace_id})
 
 
-def record_sync_run(conn: Any, *, workspace_id: str | None, run_id: str, asset: str,
-                    started_at: datetime, finished_at: datetime, status: str, stats: dict | None = None,
+def record_sync_run(conn: Connection, *, workspace_id: str | None, run_id: str, asset: str,
+                    started_at: datetime, finished_at: datetime, status: str, stats: dict[str, Any] | None = None,
                     rows_written: int = 0, error: str | None = None, workspace_label: str | None = None) -> None:
     """The pipeline's own health, read by the metrics snapshot."""
-    conn = as_connection(conn)
     stats = stats or {}
     conn.execute(read_sql("sync/record_run.sql"), {
         "workspace_id": workspace_id, "workspace_label": workspace_label, "run_id": run_id, "asset": asset,

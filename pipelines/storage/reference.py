@@ -7,10 +7,13 @@ writer, so a query never spells a severity list or an SLA of its own.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pipelines.core import vocabulary
 from pipelines.core.sqlfiles import execute_file, read_sql, transaction
+
+if TYPE_CHECKING:
+    from pipelines.storage.destinations import Connection
 
 
 def _lists() -> dict[str, list[str]]:
@@ -21,12 +24,12 @@ def _lists() -> dict[str, list[str]]:
     }
 
 
-def vocabulary_current(conn: Any) -> bool:
+def vocabulary_current(conn: Connection) -> bool:
     """Whether the history's reference tables hold this scanwatch's vocabulary (a read)."""
     return bool(conn.execute(read_sql("reference/vocabulary_current.sql"), _lists()).fetchall()[0][0])
 
 
-def write_vocabulary(conn: Any) -> bool:
+def write_vocabulary(conn: Connection) -> bool:
     """Rewrite `severities`, `issue_statuses` and `scan_statuses` in one transaction, and give `sla_policy`
     the default policy until a snapshot writes the one in force; returns whether anything was written.
 
@@ -42,7 +45,7 @@ def write_vocabulary(conn: Any) -> bool:
     return True
 
 
-def write_sla_policy(conn: Any, sla_days: Mapping[str, int]) -> None:
+def write_sla_policy(conn: Connection, sla_days: Mapping[str, int]) -> None:
     """Record the SLA policy the snapshot about to be built uses."""
     with transaction(conn):
         execute_file(conn, "reference/sla_policy.sql",

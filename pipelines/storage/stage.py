@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from pipelines.storage.destinations.stage_format import NDJSON, SEQ, StageFormat, as_text
 
@@ -47,7 +48,7 @@ def _without_surrogates(value: object, path: str, found: list[str]) -> object:
     return value
 
 
-def encode(rec: dict) -> tuple[dict, bytes | None, list[Problem]]:
+def encode(rec: dict[str, Any]) -> tuple[dict[str, Any], bytes | None, list[Problem]]:
     """One record as UTF-8 JSON, or None when it is quarantined (too large), the record as encoded, and what
     was wrong with it.
 
@@ -114,7 +115,7 @@ class StageFile:
         self.problems: list[Problem] = []  # reported by the merge, which holds the history's connection
         self.quarantined: list[str] = []
 
-    def write(self, item: dict) -> None:
+    def write(self, item: dict[str, Any]) -> None:
         record, data, problems = encode(item)
         self.problems += problems
         if data is None:
@@ -129,7 +130,7 @@ class StageFile:
         with open(self.path, "rb") as fh:
             yield from fh
 
-    def extend(self, items: Iterable[dict]) -> StageFile:
+    def extend(self, items: Iterable[dict[str, Any]]) -> StageFile:
         for item in items:
             self.write(item)
         return self

@@ -8,11 +8,9 @@ and the INSERT with no other edit.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pipelines.core.sqlfiles import fill, read_sql
-from pipelines.storage.destinations import Engine
-from pipelines.storage.destinations.impl import DUCKDB, as_connection
+from pipelines.storage.destinations import Connection, Engine
+from pipelines.storage.destinations.impl import DUCKDB
 from pipelines.storage.entities import Entity
 
 
@@ -41,13 +39,11 @@ def statements(template: str, entity: Entity, engine: Engine = DUCKDB) -> str:
     return fill(read_sql(f"merge/{template}.sql"), _fields(entity, engine))
 
 
-def touch_unchanged(conn: Any, entity: Entity) -> None:
+def touch_unchanged(conn: Connection, entity: Entity) -> None:
     """Mark the staged rows the history holds as they are seen, and take them out of the stage."""
-    conn = as_connection(conn)
     conn.execute(statements("unchanged", entity, conn.engine))
 
 
-def upsert(conn: Any, entity: Entity) -> None:
+def upsert(conn: Connection, entity: Entity) -> None:
     """Write the staged rows of `entity` into its table (update the known ones, insert the new)."""
-    conn = as_connection(conn)
     conn.execute(statements("upsert", entity, conn.engine))

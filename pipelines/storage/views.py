@@ -17,9 +17,12 @@ import functools
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pipelines.core.sqlfiles import read_sql, sql_dir, transaction
+
+if TYPE_CHECKING:
+    from pipelines.storage.destinations import Connection
 
 _COMMENT = re.compile(r"--[^\n]*")
 
@@ -53,14 +56,14 @@ def digest(views: dict[str, str]) -> str:
     return hashlib.sha256("\n".join(f"{name}\n{text}" for name, text in views.items()).encode()).hexdigest()
 
 
-def drop_views(conn: Any, views: dict[str, str] | None = None) -> None:
+def drop_views(conn: Connection, views: dict[str, str] | None = None) -> None:
     """Drop the layer's views, readers first (before a migration changes a table they read)."""
     for name in reversed(list(views or definitions())):
         conn.execute(f'DROP VIEW IF EXISTS "{name}"')
     conn.execute(read_sql("storage/view_layer_clear.sql"))
 
 
-def write_views(conn: Any) -> bool:
+def write_views(conn: Connection) -> bool:
     """Recreate every view when the history's copy of the layer differs from the files; returns whether it
     did. One read when it is current (the usual open), one transaction when it is not."""
     views = definitions()

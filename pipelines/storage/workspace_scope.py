@@ -18,10 +18,13 @@ whoever may read the file reads every workspace (docs/workspaces.md).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pipelines.core.sqlfiles import read_sql
 from pipelines.storage.views import definitions
+
+if TYPE_CHECKING:
+    from pipelines.storage.destinations import Connection
 
 _CREATE_VIEW = re.compile(r"\bCREATE\s+VIEW\b", re.IGNORECASE)
 
@@ -38,17 +41,18 @@ def _ident(value: str) -> str:
     return '"' + value.replace('"', '""') + '"'
 
 
-def workspace_id_of(conn: Any, name: str) -> str:
+def workspace_id_of(conn: Connection, name: str) -> str:
     """The service's id of the workspace followed as `name`, or UnknownWorkspaceError naming those held."""
     found = conn.execute(read_sql("read/workspace_ids.sql"), {"name": name}).fetchall()
     if not found:
         held = conn.execute(read_sql("read/workspace_labels.sql")).fetchall()
         raise UnknownWorkspaceError(f"no workspace named {name!r} in the history; it holds: "
                                     f"{', '.join(r[0] for r in held) or 'none yet'}")
-    return found[0][0]
+    workspace_id: str = found[0][0]
+    return workspace_id
 
 
-def scope_to_workspace(conn: Any, name: str) -> str:
+def scope_to_workspace(conn: Connection, name: str) -> str:
     """Shadow every workspace-carrying table, and every view of the views layer, with one workspace's rows;
     returns the workspace id. `conn` takes the files' `$name` parameters (DuckDB's own, or a history
     `Connection`)."""

@@ -15,20 +15,24 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pipelines.core import milestones, settings, vocabulary
 from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, CRITICAL_NEW_LIMIT, TTF_BUCKETS
-from pipelines.snapshot.format import SCHEMA_VERSION, TABLES, encode_snapshot, merge_documents
-from pipelines.snapshot.store import FileStore, SnapshotStore, write_file
+from pipelines.snapshot.format import SCHEMA_VERSION, TABLES, encode_snapshot
+from pipelines.snapshot.store import FileStore, SnapshotStore
 from pipelines.storage.entities import ISSUE, SCAN
 
 if TYPE_CHECKING:  # the engines (and duckdb) stay out of the exporter's imports
     from pipelines.core.history_location import HistoryLocation
     from pipelines.storage.destinations import Connection
+
+T = TypeVar("T")
+
 
 def _load_queries() -> dict[str, str]:
     from pipelines.core.sqlfiles import read_sql  # one answer to "where are the SQL files" (checkout or wheel)
@@ -102,7 +106,7 @@ def _prepare(conn: Connection, now: datetime, sla_days: dict[str, int] | None,
 
 
 def _part(cursor: Connection, build: _Build, queries: dict[str, str], workspace_id: str | None,
-          label: str | None) -> dict:
+          label: str | None) -> dict[str, Any]:
     from pipelines.core.sqlfiles import read_sql
 
     params = {**build.params(), "workspace_id": workspace_id, "label": label}
@@ -115,7 +119,7 @@ def _part(cursor: Connection, build: _Build, queries: dict[str, str], workspace_
     return {**build.header(), "workspace_id": workspace_id, "workspace": workspace, "tables": tables}
 
 
-def _read(conn: Connection, work: Any) -> Any:
+def _read(conn: Connection, work: Callable[[Connection], T]) -> T:
     # A session of its own (DuckDB's cursor, or PostgreSQL's connection between transactions) in one read
     # transaction gives every query the same committed state, and never touches (or aborts) a transaction
     # the caller may hold open.
@@ -130,16 +134,13 @@ def _read(conn: Connection, work: Any) -> Any:
 
 def build_part(conn: Connection, *, workspace_id: str | None, label: str | None, now: datetime,
                sla_days: dict[str, int] | None = None, critical_info_limit: int = CRITICAL_INFO_LIMIT,
-               critical_new_limit: int = CRITICAL_NEW_LIMIT) -> dict:
+               critical_new_limit: int = CRITICAL_NEW_LIMIT) -> dict[str, Any]:
     """One workspace's part: the workspace the history holds as `workspace_id`, followed as `label` (None for
     the one workspace of the two variables; a workspace never read yet has only its runs, under that name).
 
     Every query of the part runs in one read transaction, so its tables agree with each other even if a
     writer commits meanwhile. Only committed data is seen: call it after the sync has committed.
     """
-    from pipelines.storage.destinations.impl import as_connection
-
-    conn = as_connection(conn)
     build = _prepare(conn, now, sla_days, critical_info_limit, critical_new_limit)
     queries = _load_queries()
     return _read(conn, lambda cursor: _part(cursor, build, queries, workspace_id, label))
@@ -147,28 +148,18 @@ def build_part(conn: Connection, *, workspace_id: str | None, label: str | None,
 
 def build_parts(conn: Connection, *, now: datetime, sla_days: dict[str, int] | None = None,
                 critical_info_limit: int = CRITICAL_INFO_LIMIT,
-                critical_new_limit: int = CRITICAL_NEW_LIMIT) -> dict[str, dict]:
+                critical_new_limit: int = CRITICAL_NEW_LIMIT) -> dict[str, dict[str, Any]]:
     """Every part the history holds (`sql/snapshot/parts.sql`), by name, from one read transaction."""
     from pipelines.core.sqlfiles import read_sql
-    from pipelines.storage.destinations.impl import as_connection
 
-    conn = as_connection(conn)
     build = _prepare(conn, now, sla_days, critical_info_limit, critical_new_limit)
     queries = _load_queries()
 
-    def every(cursor: Connection) -> dict[str, dict]:
+    def every(cursor: Connection) -> dict[str, dict[str, Any]]:
         return {part_name(wid, label): _part(cursor, build, queries, wid, label)
                 for wid, label in cursor.execute(read_sql("snapshot/parts.sql")).fetchall()}
 
     return _read(conn, every)
-
-
-def build_snapshot(conn: Connection, *, now: datetime, sla_days: dict[str, int] | None = None,
-                   critical_info_limit: int = CRITICAL_INFO_LIMIT,
-                   critical_new_limit: int = CRITICAL_NEW_LIMIT) -> dict:
-    """The whole history (every workspace's part) as one document, as `write_snapshot` writes it to one file."""
-    return merge_documents(list(build_parts(conn, now=now, sla_days=sla_days, critical_info_limit=critical_info_limit,
-                                        critical_new_limit=critical_new_limit).values()))
 
 
 @dataclass(frozen=True)
@@ -194,12 +185,9 @@ def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str |
                      critical_new_limit: int = CRITICAL_NEW_LIMIT) -> Refreshed:
     """Rebuild one workspace's part from committed history and replace it atomically. The first write to an
     empty store, or over a single-file snapshot of an older scanwatch, writes every part of the history."""
-    from pipelines.storage.destinations.impl import as_connection
-
-    conn = as_connection(conn)
     store = store_at(path, conn)
     name = part_name(workspace_id, label)
-    options = {"now": now or datetime.now(UTC), "sla_days": vocabulary.sla_policy(overrides=sla_days),
+    options: dict[str, Any] = {"now": now or datetime.now(UTC), "sla_days": vocabulary.sla_policy(overrides=sla_days),
                "critical_info_limit": critical_info_limit, "critical_new_limit": critical_new_limit}
     if store.needs_all():
         parts = build_parts(conn, **options)
@@ -233,9 +221,3 @@ def refresh_after_failure(db: Path | HistoryLocation | str | None, workspace: st
     except Exception as exc:  # the run's own failure is what the user must see, not this one
         return f"{type(exc).__name__}: {exc}"
     return None
-
-
-def write_snapshot(snapshot: dict, path: Path) -> None:
-    """Write a whole document (`build_snapshot`) as one file, atomically: a single-file snapshot, which the
-    exporter serves as it is (for tools and tests; the pipeline writes parts)."""
-    write_file(Path(path), encode_snapshot(snapshot), milestones.reached)

@@ -103,7 +103,7 @@ def test_imports_only_go_down():
     ("pipelines.storage.merge", "from pipelines.defs.assets.step import Step", "(dagster): upward"),
     ("pipelines.api.client", "import pipelines.storage.db", "(storage): upward"),
     ("pipelines.sync.snapshot", "from pipelines.commands.materialize import materialize_all", "(commands): upward"),
-    ("exporters.collector", "from pipelines.sync.snapshot import write_snapshot", "the exporter reads the snapshot"),
+    ("exporters.collector", "from pipelines.sync.snapshot import refresh_snapshot", "the exporter reads the snapshot"),
     ("exporters.source", "from pipelines.core import vocabulary", "the exporter reads the snapshot"),
 ])
 def test_an_upward_import_is_caught(module, line, said):

@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import pipelines.storage.merge as merge_module
-from pipelines.storage import connect, merge_issues
+from pipelines.storage import connect
+from tests.helpers import merge_issues
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 LATER = NOW + timedelta(hours=1)

@@ -16,8 +16,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipelines.storage import connect, merge_issues, merge_projects
+from pipelines.storage import connect, merge_projects
 from tests.benchmarks.test_merge_unchanged import _issue
+from tests.helpers import merge_issues
 
 T0 = datetime(2026, 11, 20, 12, tzinfo=UTC)
 

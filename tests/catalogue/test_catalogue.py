@@ -11,10 +11,12 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, SCRAPE_LABELS, SERIES, Series
+from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, SERIES, Series
 from tests.grafana.queries import alert_queries, dashboard_queries
 
 ROOT = Path(__file__).resolve().parents[2]
+# Labels Prometheus adds to every scraped series.
+SCRAPE_LABELS = ("job", "instance")
 RULE_FILES = sorted((ROOT / "prometheus" / "rules").glob("*.yml"))
 README_TYPES = {"gauge": "gauge", "counter": "counter", "histogram": "histogram", "info": "gauge (info)"}
 NAME = re.compile(r"\b(secscan[_:][a-zA-Z0-9_:]*)")
@@ -82,7 +84,7 @@ def test_the_checker_catches_a_wrong_metric_and_a_wrong_label() -> None:
 def test_the_exporter_serves_the_catalogue_and_only_it(snap_path: Path) -> None:
     from prometheus_client import generate_latest
 
-    from exporters.server import build_registry
+    from tests.helpers import build_registry
 
     text = generate_latest(build_registry(snap_path, critical_info_limit=CRITICAL_INFO_LIMIT)).decode()
     served = {f.name: f for f in text_string_to_metric_families(text) if f.name.startswith("secscan_")}

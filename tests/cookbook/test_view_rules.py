@@ -12,8 +12,8 @@ import datetime as dt
 
 import pytest
 
-from pipelines.sync.snapshot import build_snapshot
 from tests.backfill.handmade import FIRST_SYNC, WS, at, history, insert
+from tests.helpers import build_snapshot
 
 
 def _epoch(when: dt.datetime) -> float:

@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from exporters.server import serve
-from pipelines.sync.snapshot import build_snapshot, write_snapshot
 from tests.deploy.test_chart import ALL_ON, one, render
 from tests.exporter.history import NOW, fresh_db, load_history
+from tests.helpers import build_snapshot, write_snapshot
 
 
 @pytest.fixture

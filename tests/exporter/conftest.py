@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.sync.snapshot import build_snapshot
 from tests.exporter.history import NOW, add_critical_arrival, fresh_db, load_history
+from tests.helpers import build_snapshot
 
 
 @pytest.fixture

@@ -12,14 +12,16 @@ from pathlib import Path
 import duckdb
 
 from pipelines.storage import migrate
+from pipelines.storage.destinations import Connection
+from tests.helpers import history
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 DAY = 86400.0
 
 
-def fresh_db(path: Path | str = ":memory:") -> duckdb.DuckDBPyConnection:
-    conn = duckdb.connect(str(path))
+def fresh_db(path: Path | str = ":memory:") -> Connection:
+    conn = history(duckdb.connect(str(path)))
     migrate(conn)
     return conn
 
@@ -97,7 +99,7 @@ SYNC_RUNS = [
 ]
 
 
-def load_history(conn: duckdb.DuckDBPyConnection) -> None:
+def load_history(conn: Connection) -> None:
     """Insert the known history (see the module constants) into a fresh database."""
     seen = "2026-10-31T23:31:00Z"
     for a in ACCOUNTS:
@@ -149,7 +151,7 @@ def load_history(conn: duckdb.DuckDBPyConnection) -> None:
         )
 
 
-def add_critical_arrival(conn: duckdb.DuckDBPyConnection) -> None:
+def add_critical_arrival(conn: Connection) -> None:
     """A critical issue first seen after the history's first successful issues sync (2026-10-31T23:31), so
     the snapshot lists it as a new critical issue; the known history alone has none (all its events are
     the first deployment's backlog)."""

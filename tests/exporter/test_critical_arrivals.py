@@ -13,9 +13,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.server import build_registry
-from pipelines.sync.snapshot import build_snapshot, write_snapshot
 from tests.exporter.history import fresh_db
+from tests.helpers import build_registry, build_snapshot, write_snapshot
 
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)  # the first sync
 

@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporters.server import serve
 from pipelines.snapshot import format as snapshot_format
 from pipelines.snapshot.format import MAX_SNAPSHOT_BYTES, SnapshotError, encode_snapshot, read_snapshot
-from pipelines.sync.snapshot import write_snapshot
+from tests.helpers import write_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENMETRICS = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75," \

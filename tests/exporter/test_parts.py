@@ -13,12 +13,12 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.server import build_registry
 from pipelines.core import milestones
 from pipelines.snapshot.format import encode_snapshot
 from pipelines.snapshot.store import FileStore
-from pipelines.sync.snapshot import build_parts, refresh_snapshot, write_snapshot
+from pipelines.sync.snapshot import build_parts, refresh_snapshot
 from tests.exporter.history import NOW
+from tests.helpers import build_registry, write_snapshot
 
 
 @pytest.fixture

@@ -10,12 +10,9 @@ from datetime import datetime
 import pytest
 
 from pipelines.snapshot.format import SCHEMA_VERSION, SnapshotError, read_snapshot
-from pipelines.sync.snapshot import (
-    TTF_BUCKETS,
-    build_snapshot,
-    write_snapshot,
-)
+from pipelines.sync.snapshot import TTF_BUCKETS
 from tests.exporter.history import DAY, NOW, fresh_db, load_history
+from tests.helpers import build_snapshot, write_snapshot
 
 
 @pytest.fixture
@@ -288,7 +285,7 @@ def test_write_removes_temp_files_a_killed_writer_left_and_keeps_a_live_ones(tmp
     import os
     import time
 
-    from pipelines.sync.snapshot import write_snapshot
+    from tests.helpers import write_snapshot
 
     target = tmp_path / "scanwatch-metrics.json"
     stale = tmp_path / ".scanwatch-metrics.json.abc123.tmp"

@@ -15,8 +15,6 @@ import yaml
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.server import build_registry
-from pipelines.sync.snapshot import write_snapshot
 from tests.grafana.queries import (
     GRAFANA_ALERTS,
     METRIC,
@@ -28,6 +26,7 @@ from tests.grafana.queries import (
     substitute,
     variable_to_api,
 )
+from tests.helpers import build_registry, write_snapshot
 
 GRAFANA = ROOT / "grafana"
 HISTORY_SOURCE = {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}

@@ -147,11 +147,11 @@ def test_ctrl_c_mid_sync_is_one_line_exit_130_and_every_table_whole(world, world
 
 
 def test_interrupt_reasons_are_recognised_in_dagster_error_chains():
-    from pipelines.commands.sync import _interrupted
+    from pipelines.commands.sync import interrupted
 
     class Err:
         def __init__(self, cls_name, cause=None):
             self.cls_name, self.cause, self.message = cls_name, cause, cls_name
 
-    assert _interrupted(Err("DagsterExecutionStepExecutionError", Err("DagsterExecutionInterruptedError")))
-    assert not _interrupted(Err("DagsterExecutionStepExecutionError", Err("ApiTimeoutError")))
+    assert interrupted(Err("DagsterExecutionStepExecutionError", Err("DagsterExecutionInterruptedError")))
+    assert not interrupted(Err("DagsterExecutionStepExecutionError", Err("ApiTimeoutError")))

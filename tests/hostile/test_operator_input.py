@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 from pipelines.core.settings import ConfigError, Settings
+from tests.helpers import history
 from tests.reliability.harness import ROOT, assert_one_line
 
 KEY = "rst_" + "k" * 40
@@ -154,7 +155,7 @@ def test_an_old_history_read_by_scanwatch_sql_is_one_line(tmp_path):
     from pipelines.storage import migrate
 
     db = tmp_path / "old.duckdb"
-    with duckdb.connect(str(db)) as conn:
+    with history(duckdb.connect(str(db))) as conn:
         migrate(conn, target=3)
     for query in ("open_issues_by_project", "SELECT count(*) FROM fix_times"):
         done = scanwatch(["sql", query, "--db", str(db)], {})

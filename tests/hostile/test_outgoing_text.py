@@ -22,9 +22,7 @@ import yaml
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.server import build_registry
 from pipelines.snapshot.labels import MAX_LABEL_CHARACTERS, label_value
-from pipelines.sync.snapshot import build_snapshot, write_snapshot
 from tests.backends import ENGINES
 from tests.e2e.stack import (
     Process,
@@ -36,6 +34,7 @@ from tests.e2e.stack import (
     write_shipped_alertmanager_config,
 )
 from tests.exporter.history import NOW, add_critical_arrival, fresh_db, load_history
+from tests.helpers import build_registry, build_snapshot, write_snapshot
 from tests.prometheus.tools import ALERTMANAGER_NAMES, free_port, require
 
 ROOT = Path(__file__).resolve().parents[2]

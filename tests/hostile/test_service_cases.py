@@ -23,7 +23,7 @@ import pytest
 from benchmarks.syncing import measured_child
 from pipelines.api import DeadlineExceededError, ScanningClient
 from pipelines.api.bounds import MIB, Bounds
-from pipelines.commands.sync import _root_cause
+from pipelines.commands.sync import root_cause
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import ENGINES
 from tests.history_dump import SNAPSHOT_TABLES
@@ -278,7 +278,7 @@ def test_the_failed_line_names_no_temp_file(hostile):
     hostile.set("far_reset")
     outcome = _sync(hostile)
     assert not outcome.success
-    line = _root_cause(outcome.error)
+    line = root_cause(outcome.error)
     assert "/tmp" not in line and "\n" not in line
     assert ESCAPES not in line
 
@@ -307,7 +307,7 @@ def test_one_issue_with_a_lone_surrogate_is_stored_with_a_replacement_and_one_wa
     hostile.before = assert_intact(hostile.db, hostile.before)
     hostile.set("surrogate", "issues")
     outcome = _sync(hostile, full_reconcile=True)
-    assert outcome.success, _root_cause(outcome.error)
+    assert outcome.success, root_cause(outcome.error)
     victim = hostile.victim
     assert len(_warnings(outcome, "lone surrogate")) == 1, outcome.warnings
     assert _victim_rows(hostile.db, victim)[0][0] == "broken \ufffd title"
@@ -325,7 +325,7 @@ def test_one_oversized_issue_is_quarantined_and_the_rest_lands(on_history):
     hostile.set("huge", "issues")
     hostile.huge_bytes = 5 * 1024 * 1024
     outcome = _sync(hostile, full_reconcile=True)
-    assert outcome.success, _root_cause(outcome.error)
+    assert outcome.success, root_cause(outcome.error)
     victim = hostile.victim
     assert len(_warnings(outcome, "quarantined") + _warnings(outcome, "left out")) == 1, outcome.warnings
     rows = query_rows(hostile.db, "SELECT value FROM ingest_warnings WHERE entity_id = ? AND field = '(record)'",
@@ -340,7 +340,7 @@ def test_a_forty_megabyte_field_is_quarantined(hostile):
     hostile.set("huge", "issues")
     hostile.huge_bytes = 40 * 1000 * 1000
     outcome = _sync(hostile, full_reconcile=True)
-    assert outcome.success, _root_cause(outcome.error)
+    assert outcome.success, root_cause(outcome.error)
     assert len(_warnings(outcome, "quarantined") + _warnings(outcome, "left out")) == 1, outcome.warnings
     # The issue keeps its earlier state; its quarantine is the one warning stored, about it alone.
     _intact_but_the_victims_warnings(hostile, hostile.victim)

@@ -71,8 +71,8 @@ def exposition(db: Path | str) -> str:
     default: the folder beside a DuckDB file, a PostgreSQL history's `snapshot_parts` (as the exporter polls it)."""
     from prometheus_client import generate_latest
 
-    from exporters.server import build_registry
     from tests.backends import is_postgres
+    from tests.helpers import build_registry
 
     if not is_postgres(db):
         return generate_latest(build_registry(Path(db).with_name("scanwatch-metrics.json"))).decode()

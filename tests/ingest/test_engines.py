@@ -7,10 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipelines.storage import connect, merge_account, merge_issues, migrate, schema_version
+from pipelines.storage import connect, merge_account, migrate, schema_version
 from pipelines.storage import db as storage_db
 from tests.backends import columns, dump, is_postgres, rows, value
 from tests.benchmarks.test_merge_unchanged import _issue
+from tests.helpers import merge_issues
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 LATEST = max(v for v, _ in storage_db._migrations())

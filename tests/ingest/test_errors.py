@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from pipelines.commands.sync import _root_cause
+from pipelines.commands.sync import root_cause
 from tests.ingest.conftest import Oracle, query, run_sync
 from tests.reliability import forked
 
@@ -28,7 +28,7 @@ def test_credential_and_plan_problems_name_what_to_fix_and_keep_the_history(sim,
     monkeypatch.setenv("SCANWATCH_API_KEY", "rst_" + "0" * 32 if key_name == "bad" else sim.keys[key_name])
     outcome = run_sync()
     assert not outcome.success
-    line = _root_cause(outcome.error)
+    line = root_cause(outcome.error)
     assert expected in line and "\n" not in line
     assert os.environ["SCANWATCH_API_KEY"] not in line
     assert _history(env) == before

@@ -13,8 +13,8 @@ import duckdb
 import pytest
 from prometheus_client import generate_latest
 
-from exporters.server import build_registry
 from simulator.testing import SimConfig, serve_simulator
+from tests.helpers import build_registry
 from tests.ingest.conftest import query, requests_of, run_sync
 from tests.prometheus.replay import alerts_firing
 

@@ -8,11 +8,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import pipelines.storage.merge as merge_module
-from pipelines.storage import connect, merge_issue_stages, merge_issues, merge_scans
+from pipelines.storage import connect, merge_issue_stages, merge_scans
 from pipelines.storage.entities import ISSUE
 from pipelines.storage.stage import StageFile
 from pipelines.storage.upsert import statements, touch_unchanged, upsert
 from tests.benchmarks.test_merge_unchanged import _issue, _resync
+from tests.helpers import history, merge_issues
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 LATER = NOW + timedelta(hours=1)
@@ -171,7 +172,7 @@ def test_an_upgraded_history_keeps_its_issues_and_events_without_an_index_that_g
 
     from pipelines.storage import migrate
 
-    conn = duckdb.connect(str(tmp_path / "h.duckdb"))
+    conn = history(duckdb.connect(str(tmp_path / "h.duckdb")))
     try:
         conn.execute("SET TimeZone = 'UTC'")
         migrate(conn, target=10)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import generate_latest
 
-from exporters.server import build_registry
+from tests.helpers import build_registry
 from tests.ingest.conftest import query, run_sync
 from tests.prometheus.replay import alerts_firing
 

@@ -11,7 +11,7 @@ import time
 from datetime import UTC, datetime
 
 from pipelines.defs.resources import HistoryResource
-from pipelines.defs.sensors import _pending
+from pipelines.defs.sensors import pending_in_history
 from pipelines.storage import connect, merge_account
 from pipelines.storage.destinations.impl.duckdb import errors as duckdb_engine
 
@@ -50,7 +50,7 @@ class _Waits:
 
 
 def test_a_file_held_by_a_writer_is_waited_for_within_the_budget_and_not_past_it(tmp_path, monkeypatch):
-    """Mutation that fails it: `_pending` giving up at the first lock error (the first assertion)."""
+    """Mutation that fails it: `pending_in_history` giving up at the first lock error (the first assertion)."""
     path = str(tmp_path / "h.duckdb")
     conn = connect(path)
     try:
@@ -63,7 +63,8 @@ def test_a_file_held_by_a_writer_is_waited_for_within_the_budget_and_not_past_it
 
     proc = _held(path)
     looked: list[object] = []
-    reading = threading.Thread(target=lambda: looked.append(_pending(history, None, time.time() + 60, busy=False)))
+    reading = threading.Thread(
+        target=lambda: looked.append(pending_in_history(history, None, time.time() + 60, busy=False)))
     try:
         reading.start()
         while not clock.met_lock.wait(0.05):  # the reader met the writer's lock ...
@@ -76,6 +77,6 @@ def test_a_file_held_by_a_writer_is_waited_for_within_the_budget_and_not_past_it
 
     proc = _held(path)
     try:  # no time left in the budget: one line, and the next tick tries again
-        assert "not readable now (a run is writing it)" in _pending(history, None, time.time(), busy=False)
+        assert "not readable now (a run is writing it)" in pending_in_history(history, None, time.time(), busy=False)
     finally:
         _let_go(proc)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.server import build_registry
+from tests.helpers import build_registry
 from tests.ingest.conftest import Oracle, query, run_sync
 
 

@@ -15,9 +15,10 @@ from datetime import UTC, datetime
 import pytest
 
 from pipelines.commands import roles
-from pipelines.storage import connect, merge_issues
+from pipelines.storage import connect
 from pipelines.storage.read_only import execute_read_only
 from tests.benchmarks.test_merge_unchanged import _issue
+from tests.helpers import merge_issues
 from tests.postgres.roles import WRITER, apply_roles, role_url
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)

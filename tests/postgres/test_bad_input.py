@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.commands.sync import _root_cause
+from pipelines.commands.sync import root_cause
 from pipelines.core import milestones
 from pipelines.storage import HistoryUnavailableError, connect
 from simulator.testing import SimConfig, serve_simulator
@@ -149,7 +149,7 @@ def test_a_server_restarting_mid_merge_fails_the_sync_in_one_line_and_the_next_s
         finally:
             stop()
         assert not broken.success
-        line = _root_cause(next(iter(broken.get_step_failure_events())).step_failure_data.error)
+        line = root_cause(next(iter(broken.get_step_failure_events())).step_failure_data.error)
         assert "lost the PostgreSQL server" in line and "rolled back" in line and pg_server.password not in line
         assert rows(work, "SELECT count(*) FROM issues")[0][0] == 0  # the group is not half in
         assert rows(work, "SELECT count(*) FROM sync_runs WHERE asset = 'issues' AND status = 'failure'")[0][0] == 1

@@ -23,9 +23,9 @@ import pytest
 
 from pipelines.snapshot.format import parse_snapshot
 from pipelines.storage import connect
-from pipelines.sync.snapshot import build_snapshot
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import point_at
+from tests.helpers import build_snapshot
 from tests.history_dump import diff, dump_history
 
 # Per snapshot table, the columns scanwatch's clock decides: when it looked, when its runs ended, what they

@@ -24,11 +24,12 @@ import psycopg
 import pytest
 
 from pipelines.commands import roles
-from pipelines.storage import connect, merge_issues
+from pipelines.storage import connect
 from pipelines.storage.destinations.impl.postgres.sqltext import split, words
 from pipelines.storage.read_only import ReadRefused, execute_read_only
 from tests.backends import rows
 from tests.benchmarks.test_merge_unchanged import _issue
+from tests.helpers import merge_issues
 from tests.postgres.roles import GRAFANA, READER, WRITER, apply_roles, role_url
 
 ROOT = Path(__file__).resolve().parents[2]

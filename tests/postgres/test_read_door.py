@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from pipelines.core import milestones
-from pipelines.storage import connect, merge_issues
+from pipelines.storage import connect
 from pipelines.storage.read_only import ReadRefused, execute_read_only
 from tests.backends import dump, rows
 from tests.benchmarks.test_merge_unchanged import _issue
+from tests.helpers import merge_issues
 from tests.postgres.roles import reader_url
 
 ROOT = Path(__file__).resolve().parents[2]

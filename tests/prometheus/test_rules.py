@@ -10,8 +10,7 @@ import yaml
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.server import build_registry
-from pipelines.sync.snapshot import write_snapshot
+from tests.helpers import build_registry, write_snapshot
 from tests.prometheus.tools import require
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.commands.sync import _root_cause
+from pipelines.commands.sync import root_cause
 from simulator.testing import SimConfig, serve_simulator
 from tests.reliability.harness import (
     ROOT,
@@ -82,7 +82,7 @@ def test_settings_the_service_or_the_network_refuse_are_one_line(world, variable
 
         outcome = materialize_all()
     assert not outcome.success
-    line = _root_cause(outcome.error)
+    line = root_cause(outcome.error)
     assert expected in line and "\n" not in line and "Traceback" not in line, line
     assert value.strip() not in line or variable == "SCANWATCH_BASE_URL"
     assert_intact(world.db, before)
@@ -162,7 +162,7 @@ def test_a_project_that_vanishes_mid_sync_is_skipped_with_a_warning_and_nothing_
         monkeypatch.setattr(ScanningClient, "iter_issues", vanish_then_read)
         outcome = sync_in_process(sim, db)
         monkeypatch.undo()
-        assert outcome.success, _root_cause(outcome.error)
+        assert outcome.success, root_cause(outcome.error)
         assert victim not in sim.project_ids()
         assert f"project {victim} vanished" in capfd.readouterr().err
         assert sync_in_process(sim, db).success
@@ -193,7 +193,7 @@ def test_a_page_with_wrong_types_or_missing_fields_is_stored_with_warnings(tmp_p
         from pipelines.commands.materialize import materialize_all
 
         outcome = materialize_all()
-    assert outcome.success, _root_cause(outcome.error)
+    assert outcome.success, root_cause(outcome.error)
     warned = {(e, f) for e, f in query_rows(db, "SELECT DISTINCT entity, field FROM ingest_warnings")}
     assert {("issues", "line"), ("issues", "severity"), ("issues", "first_seen_at"), ("issues", "fix_unlocked"),
             ("issues", "project_id"), ("projects", "score"), ("projects", "paused")} <= warned, warned
@@ -215,7 +215,7 @@ def test_a_page_the_client_cannot_use_fails_in_one_line_and_keeps_the_history(wo
 
         outcome = materialize_all()
     assert not outcome.success
-    line = _root_cause(outcome.error)
+    line = root_cause(outcome.error)
     assert "GET /projects" in line and "\n" not in line, line
     assert_intact(world.db, before)
 
@@ -236,7 +236,7 @@ def test_a_huge_page_is_stored_whole(tmp_path):
         from pipelines.commands.materialize import materialize_all
 
         outcome = materialize_all()
-    assert outcome.success, _root_cause(outcome.error)
+    assert outcome.success, root_cause(outcome.error)
     n, shortest = query_rows(db, "SELECT count(*), min(length(evidence) + length(explanation)) FROM issues")[0]
     assert n > 50 and shortest == 2 * len(big)
 

@@ -33,6 +33,7 @@ from exporters.source import SnapshotSource
 from pipelines.core import milestones
 from pipelines.snapshot.format import parse_snapshot
 from simulator.testing import SimConfig, serve_simulator
+from tests.helpers import served
 from tests.reliability.forked import SyncForker
 from tests.reliability.harness import ROOT, Dump, checked_sync, diff, dump, service_env, sync_in_process
 
@@ -105,7 +106,7 @@ def _check_after_kill(world: World, work: Path, old_snapshot: bytes, figures: Co
     snap = work / SNAPSHOT
     raw = _snapshot_bytes(work)
     state = SnapshotSource(snap).get()
-    assert state.readable and state.doc is not None, f"{label}: the exporter would not serve the snapshot"
+    assert state.readable and served(state) is not None, f"{label}: the exporter would not serve the snapshot"
     figures["crashes: snapshot old after kill" if raw == old_snapshot else "crashes: snapshot new after kill"] += 1
     outcome = sync_in_process(world.sim, work / "history.duckdb")
     assert outcome.success, f"{label}: the sync after the kill failed: {outcome.error}"

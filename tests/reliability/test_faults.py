@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.commands.sync import _root_cause
+from pipelines.commands.sync import root_cause
 from pipelines.snapshot.format import read_snapshot
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import ENGINES, is_postgres
@@ -170,7 +170,7 @@ def faulty_scenario(seed: int, faults: dict, tmp: Path, figures: Counter, notes:
             figures["faults: retries met"] += sum(int(m.get("retries", 0)) for m in outcome.metadata.values())
             if not outcome.success:
                 figures["faults: syncs failed cleanly"] += 1
-                line = _root_cause(outcome.error)
+                line = root_cause(outcome.error)
                 notes.append(f"seed {seed} {sorted(faults)} sync {i + 1} failed: {line[:160]}")
                 assert line and "\n" not in line and "Traceback" not in line
                 after = dump(db)
@@ -185,7 +185,7 @@ def faulty_scenario(seed: int, faults: dict, tmp: Path, figures: Counter, notes:
                 # failure): it must be a complete document.
                 assert_snapshot_readable(db)
                 outcome = sync_in_process(sim, db)
-                assert outcome.success, _root_cause(outcome.error)
+                assert outcome.success, root_cause(outcome.error)
             got = dump(db)
             problems = diff(got, want[i], ignore=RUN_RECORDS | SNAPSHOT_TABLES)
             # Runs that failed under faults are recorded as such: the only difference the record of the runs
@@ -259,7 +259,7 @@ def test_lists_changing_while_paged_are_caught_up_to_the_world_after(seed, mode,
         figures["faults: syncs with lists changing while paged"] += 1
         if not outcome.success:
             figures["faults: syncs failed cleanly"] += 1
-            line = _root_cause(outcome.error)
+            line = root_cause(outcome.error)
             notes.append(f"seed {seed} lists {mode}: {line[:160]}")
             assert "\n" not in line and "cursor_invalid" in line
         sim.advance(3600)
@@ -293,7 +293,7 @@ def test_values_from_a_newer_service_are_stored_as_sent_and_everything_else_matc
         outcome = sync_in_process(sim, db)
         shown = Oracle(sim.base_url, sim.api_key).state().issues_by_id()
     figures["faults: syncs with unknown enum values"] += 1
-    assert outcome.success, _root_cause(outcome.error)
+    assert outcome.success, root_cause(outcome.error)
     got = dump(db)
     assert diff({k: got[k] for k in ("projects", "targets", "scans")},
                 {k: want[k] for k in ("projects", "targets", "scans")}) == {}

@@ -16,6 +16,7 @@ from pipelines.backfill.reconstruct import reconstruct
 from pipelines.storage import connect, migrate, schema_version
 from pipelines.storage import db as storage_db
 from simulator.testing import SimConfig, serve_simulator
+from tests.helpers import history
 from tests.history_dump import catalog
 from tests.reliability.harness import ROOT, diff, dump, service_env, sync_in_process
 
@@ -52,7 +53,7 @@ def _sync_as_version_1(sim, db: Path, tmp: Path) -> None:
     rows are copied, in version 1's columns, into a file that knew only the first migration."""
     scratch = tmp / "scratch-current.duckdb"
     assert sync_in_process(sim, scratch).success
-    with duckdb.connect(str(db)) as conn:
+    with history(duckdb.connect(str(db))) as conn:
         migrate(conn, target=1)
         conn.execute(f"ATTACH '{scratch}' AS cur (READ_ONLY)")
         for table in ALL_TABLES:
@@ -88,7 +89,7 @@ def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path):
         assert sync_in_process(ref_sim, ref).success
     with serve_simulator(_config()) as sim:
         _sync_as_version_1(sim, old, tmp_path)
-        with duckdb.connect(str(old)) as conn:
+        with history(duckdb.connect(str(old))) as conn:
             assert schema_version(conn) == 1
         v1 = _columns(old)
         before = _everything(old, v1)
@@ -117,7 +118,7 @@ def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path):
     assert _open_now(old)[0] == _open_now(ref)[0]
     rebuilt = tmp_path / "reference-rebuilt.duckdb"
     shutil.copyfile(ref, rebuilt)
-    with duckdb.connect(str(rebuilt)) as conn:
+    with history(duckdb.connect(str(rebuilt))) as conn:
         reconstruct(conn)
     upgraded, reference = dump(old), dump(rebuilt)
     for table in ("reconstructed_scores", "reconstructed_open_issues"):
@@ -158,7 +159,7 @@ def test_each_later_migration_can_be_applied_twice_without_harm(populated, tmp_p
     shutil.copyfile(populated, db)
     before = dump(db)
     assert all(before[t] for t in before), [t for t in before if not before[t]]
-    conn = duckdb.connect(str(db))
+    conn = history(duckdb.connect(str(db)))
     try:
         version = schema_version(conn)
         conn.execute(storage_db.read_sql(f"migrations/{name}"))
@@ -184,9 +185,9 @@ def test_a_sync_killed_while_it_upgrades_the_history_leaves_version_1_whole_and_
                                 capture_output=True, text=True, timeout=300)
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         figures["crashes: kill points tried"] += 1
-        with duckdb.connect(str(db)) as conn:
+        with history(duckdb.connect(str(db))) as conn:
             assert schema_version(conn) == 1
         assert _everything(db, v1) == before
         assert sync_in_process(sim, db).success
-        with duckdb.connect(str(db)) as conn:
+        with history(duckdb.connect(str(db))) as conn:
             assert schema_version(conn) == max(v for v, _ in storage_db._migrations())

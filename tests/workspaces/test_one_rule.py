@@ -20,8 +20,8 @@ from pipelines.backfill import tsdb
 from pipelines.core import sqlfiles
 from pipelines.storage import connect
 from pipelines.storage.read_only import execute_read_only
-from pipelines.sync.snapshot import build_snapshot
 from tests.backfill.handmade import FIRST_SYNC, at, history
+from tests.helpers import build_snapshot
 
 ISSUES = [("i1", "p", "high", "open", at(-30), None), ("i2", "p", "high", "open", at(-20), None),
           ("i3", "p", "critical", "fixed", at(-25), at(-9))]

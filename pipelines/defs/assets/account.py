@@ -1,5 +1,7 @@
 """The account: plan, API access, quotas and credits; and which workspace a followed name stands for."""
 
+from typing import Any
+
 import dagster as dg
 
 from pipelines.core.settings import DEFAULT_WORKSPACE
@@ -15,7 +17,7 @@ class WorkspaceMismatchError(RuntimeError):
     """A followed name would mix two of the service's workspaces; the message says which and what to fix."""
 
 
-def bind_workspace(conn: Connection, label: str | None, workspace_id: str, name: str) -> None:
+def bind_workspace(conn: Connection, label: str | None, workspace_id: str | None, name: str) -> None:
     """Refuse, before anything is written, a key that answers for another workspace than the one its name
     already holds in the history (or for a workspace followed under another name). `None` is the unnamed
     workspace of the two variables, `default`, bound like any name: several keys under it would otherwise
@@ -38,18 +40,18 @@ def bind_workspace(conn: Connection, label: str | None, workspace_id: str, name:
 @dg.asset(group_name="service", kinds={"duckdb"}, partitions_def=WORKSPACES)
 def account(
     context: dg.AssetExecutionContext, scanning_service: ScanningServiceResource, history: HistoryResource
-) -> dg.MaterializeResult:
+) -> dg.MaterializeResult[Any]:
     """Current plan, API access and trial end, and one `quota_snapshots` row per quota, so quota burn
     against the period can be charted. One request; free of charge on the service. The first sync of a
     followed workspace binds its name to the service's workspace id; a key that later answers for another
     workspace is refused rather than mixing two workspaces under one name."""
     with sync_step(context, "account", history, scanning_service, partition_workspace(context)) as step:
-        body = step.client.get_account()
+        body = step.api.get_account()
         workspace = body.get("workspace") or {}
         with step.db(keep=True) as conn, conn.engine.holding_name(conn, step.label, workspace.get("id")):
             bind_workspace(conn, step.label, workspace.get("id"), workspace.get("name") or "")
             step.workspace_id = workspace.get("id")
-            step.add(merge_account(conn, body, now=step.now, service_version=step.client.stats.service_version))
+            step.add(merge_account(conn, body, now=step.now, service_version=step.api.stats.service_version))
             if step.label is not None:
                 conn.execute(read_sql("sync/bind_workspace.sql"),
                              {"label": step.label, "workspace_id": step.workspace_id})

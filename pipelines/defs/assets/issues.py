@@ -2,6 +2,7 @@
 
 import time
 from datetime import timedelta
+from typing import Any
 
 import dagster as dg
 
@@ -26,13 +27,13 @@ class IssuesConfig(dg.Config):
 def issues(
     context: dg.AssetExecutionContext, config: IssuesConfig,
     scanning_service: ScanningServiceResource, history: HistoryResource,
-) -> dg.MaterializeResult:
+) -> dg.MaterializeResult[Any]:
     """Current state of every issue ever seen, plus `issue_events`: opened, status_changed (fixed, marked,
     unmarked), severity_changed and reopened, computed in SQL by diffing the staged lists against the
     history. Only projects whose observable state moved are read; a slower full reconcile catches marks and
     rechecks that leave a project's counts unchanged. Issues of unproved sites stay hidden by the service."""
     with sync_step(context, "issues", history, scanning_service, partition_workspace(context)) as step:
-        client = step.client
+        client = step.api
         with step.db() as conn:
             todo = conn.execute(read_sql("sync/issue_projects.sql"), {
                 "workspace_id": step.workspace_id, "full": config.full_reconcile,
@@ -78,7 +79,7 @@ def issues(
             read_stages = [got for got in stages if got is not None]
             merge_started = time.perf_counter()
             with step.db(keep=True) as conn:
-                result = step.add(merge_issue_stages(conn, step.workspace_id, read_stages, now=step.now,
+                result = step.add(merge_issue_stages(conn, step.known_workspace_id, read_stages, now=step.now,
                                                      project_state=done))
             merge_seconds = time.perf_counter() - merge_started
         finally:

@@ -1,6 +1,7 @@
 """The metrics snapshot the exporter serves: one part per workspace."""
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -24,7 +25,7 @@ class SnapshotConfig(dg.Config):
 def metrics_snapshot(
     context: dg.AssetExecutionContext, config: SnapshotConfig, history: HistoryResource,
     scanning_service: ScanningServiceResource,
-) -> dg.MaterializeResult:
+) -> dg.MaterializeResult[Any]:
     """The workspace's part of the metrics snapshot: its aggregates, computed by the history's database from
     its rows only and replaced atomically: a JSON file in the snapshot's folder beside a DuckDB history, or
     its row of a PostgreSQL history's `snapshot_parts` table (so run pods and the exporter share no disk).

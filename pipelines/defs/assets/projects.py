@@ -1,5 +1,8 @@
 """Projects and their targets, from one walk of GET /projects."""
 
+from collections.abc import Iterator
+from typing import Any
+
 import dagster as dg
 
 from pipelines.core.sqlfiles import read_sql
@@ -22,7 +25,7 @@ from pipelines.storage import merge_projects
 )
 def projects_and_targets(
     context: dg.AssetExecutionContext, scanning_service: ScanningServiceResource, history: HistoryResource
-):
+) -> Iterator[dg.MaterializeResult[Any]]:
     """The project list embeds targets, so one walk (a page per 100 projects) feeds both tables."""
     with sync_step(context, "projects", history, scanning_service, partition_workspace(context)) as step:
         with step.db() as conn:
@@ -30,7 +33,7 @@ def projects_and_targets(
                 raise RuntimeError("no account in the history yet: materialize the account asset first")
             expected = conn.execute(read_sql("sync/projects_expected.sql"),
                                     {"workspace_id": step.workspace_id}).fetchall()[0][0]
-        body = step.client.list_projects(expected=expected)
+        body = step.api.list_projects(expected=expected)
         with step.db(keep=True) as conn:
             result = step.add(merge_projects(conn, step.workspace_id, body, now=step.now))
     targets_rows = result.rows["targets"] + result.rows["targets"]  # current rows and their score snapshots

@@ -1,6 +1,7 @@
 """Scan history, read incrementally."""
 
 from datetime import timedelta
+from typing import Any
 
 import dagster as dg
 
@@ -30,14 +31,14 @@ class ScansConfig(dg.Config):
 def scans(
     context: dg.AssetExecutionContext, config: ScansConfig,
     scanning_service: ScanningServiceResource, history: HistoryResource,
-) -> dg.MaterializeResult:
+) -> dg.MaterializeResult[Any]:
     """One row per scan ever seen. Lists are newest first, so each moved project is read only down to the
     first scan the history already holds as finished (and past the scans sharing its created_at); scans still
     queued in the history are re-read one by one. A failed scan need not move anything GET /projects shows, so
     a project that has not moved still has its newest scan page read once per scans-schedule interval: at most
     one request per project per interval, none between."""
     with sync_step(context, "scans", history, scanning_service, partition_workspace(context)) as step:
-        client = step.client
+        client = step.api
         interval = Settings.load().scans_interval_seconds
         peek_before = step.now - timedelta(seconds=interval * config.peek_share_of_interval)
         with step.db() as conn:
@@ -59,8 +60,8 @@ def scans(
         progress = Progress(step.named("scans"), len(todo), client)
         unread: set[str] = set()
 
-        def read(project_id: str) -> list[dict]:
-            found: list[dict] = []
+        def read(project_id: str) -> list[dict[str, Any]]:
+            found: list[dict[str, Any]] = []
             # Newest first, but scans started together share their created_at and tie in any order: stop
             # only past the instant of the first known finished scan, never inside it.
             stop_before: object = None
@@ -90,7 +91,7 @@ def scans(
         pending = [(sid, pid) for sid, pid in unfinished if sid not in seen]
         gone: list[tuple[str, str]] = []
 
-        def reread(item: tuple[str, str]) -> dict | None:
+        def reread(item: tuple[str, str]) -> dict[str, Any] | None:
             try:
                 return dict(client.get_scan(item[0]), project_id=item[1])
             except NotFoundError:
@@ -102,9 +103,9 @@ def scans(
             context.log.warning("%d queued scan(s) answered 404 and are settled as gone: %s", len(gone),
                                 ", ".join(sid for sid, _ in gone[:5]))
         with step.db(keep=True) as conn:
-            result = step.add(merge_scans(conn, step.workspace_id, fresh, now=step.now, gone=gone))
+            result = step.add(merge_scans(conn, step.known_workspace_id, fresh, now=step.now, gone=gone))
             milestones.reached("scans.before_state")
-            record_scans_state(conn, step.workspace_id, [row for row in todo if row[0] not in unread], step.now)
+            record_scans_state(conn, step.known_workspace_id, [row for row in todo if row[0] not in unread], step.now)
         step.metadata.update({"projects_read": len(todo), "projects_peeked": sum(1 for *_, peek in listed if peek),
                               "scans_upserted": result.rows["scans"],
                               "queued_rechecked": len(pending), "scans_gone": result.rows["scans_gone"]})

@@ -12,16 +12,17 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import dagster as dg
 
 from pipelines.api import PlanRequiredError, ScanningClient
 from pipelines.core import milestones
 from pipelines.core.settings import Settings
-from pipelines.defs.partitions import WORKSPACES
+from pipelines.defs.partitions import WORKSPACES_NAME
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
 from pipelines.storage import MergeResult, record_sync_run
 from pipelines.storage.destinations import Connection
@@ -37,11 +38,12 @@ class Step:
     now: datetime
     workspace: str | None = None  # the followed workspace's name (Dagster's partition key)
     label: str | None = None  # its name on metrics; None for the one workspace of the two variables
-    metadata: dict[str, object] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
     merged: list[MergeResult] = field(default_factory=list)
     _workspace_id: str | None = None
     _looked_up: bool = False
-    _kept: tuple[object, Connection] | None = None  # the last merge's connection, for the record of the run
+    # the last merge's connection, for the record of the run
+    _kept: tuple[AbstractContextManager[Connection], Connection] | None = None
 
     @contextmanager
     def db(self, *, keep: bool = False) -> Iterator[Connection]:
@@ -87,6 +89,21 @@ class Step:
     @workspace_id.setter
     def workspace_id(self, value: str | None) -> None:
         self._workspace_id, self._looked_up = value, True
+
+    @property
+    def known_workspace_id(self) -> str:
+        """The workspace id a merge writes under: every step after the account asset's has one."""
+        workspace_id = self.workspace_id
+        if workspace_id is None:
+            raise RuntimeError("no account in the history yet: materialize the account asset first")
+        return workspace_id
+
+    @property
+    def api(self) -> ScanningClient:
+        """The workspace's client: a step that reads the service has one."""
+        if self.client is None:
+            raise RuntimeError("this step does not read the service")
+        return self.client
 
     def named(self, what: str) -> str:
         """A progress line's subject: with several workspaces synced at once, whose it is."""
@@ -152,10 +169,10 @@ def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContex
     one line naming the tag to pass."""
     keys = Settings.load().workspace_names
     named = context.run.tags.get("dagster/partition")
-    if named in keys and not context.instance.has_dynamic_partition(WORKSPACES.name, named):
+    if named in keys and not context.instance.has_dynamic_partition(WORKSPACES_NAME, named):
         # A run started by hand (`dagster job execute --tags ...`) before the workspaces sensor's first tick
         # on this instance: the file lists the workspace, so it is one of Dagster's partitions from now on.
-        context.instance.add_dynamic_partitions(WORKSPACES.name, [named])
+        context.instance.add_dynamic_partitions(WORKSPACES_NAME, [named])
     if context.has_partition_key:
         return context.partition_key
     raise dg.Failure(
@@ -188,7 +205,7 @@ def _sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: 
     started = datetime.now(UTC)
     label = service.workspace(workspace).label if service is not None else None
     step = Step(client=None, history=history, now=started, workspace=workspace, label=label)
-    stats: dict = {}
+    stats: dict[str, Any] = {}
     try:
         if service is None or not reads_service:
             yield step

@@ -12,7 +12,7 @@ from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.destinations.base import Connection, Engine
 from pipelines.storage.destinations.impl.duckdb.factory import DUCKDB
 
-__all__ = ["DUCKDB", "as_connection", "engine_for", "location_of"]
+__all__ = ["DUCKDB", "engine_for", "location_of"]
 
 
 def location_of(db: str | Path | HistoryLocation) -> HistoryLocation:
@@ -35,7 +35,3 @@ def engine_for(db: str | Path | HistoryLocation) -> Engine:
         return POSTGRES
     return DUCKDB
 
-
-def as_connection(conn: Any) -> Connection:
-    """A history connection; a driver's own DuckDB connection (a test's, a benchmark's) is wrapped as one."""
-    return conn if isinstance(conn, Connection) else Connection(conn, DUCKDB)

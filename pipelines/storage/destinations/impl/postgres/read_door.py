@@ -78,7 +78,7 @@ def _check(sql: str) -> str:
     return statement
 
 
-def _check_role(conn: Any) -> None:
+def _check_role(conn: Connection) -> None:
     """Refuse a role that could do more than read the history: the door is no boundary for it."""
     user, superuser, server_roles, owned, writable = conn.execute(read_sql(ROLE_FILE)).fetchall()[0]
     found = []
@@ -110,7 +110,7 @@ def _scope(conn: Any, workspace: str, scope: Callable[[Any, str], None]) -> None
                       "database") from None
 
 
-def _begin(conn: Any, workspace: str | None) -> None:
+def _begin(conn: Connection, workspace: str | None) -> None:
     raw = conn.raw
     if workspace is None:
         raw.execute("BEGIN TRANSACTION READ ONLY")
