@@ -20,9 +20,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipelines.core.text import printable
 from pipelines.storage.destinations.errors import EXIT_USAGE, BackupFailed
+
+if TYPE_CHECKING:
+    from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.destinations.impl import engine_for
 from pipelines.storage.read_only import DEFAULT_WAIT, ReadRefused
 

@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipelines.commands.backup import EXIT_USAGE, BackupError, add_history_arguments, history_location
+from pipelines.commands.backup import BackupError, add_history_arguments, history_location
 from pipelines.core.text import printable
 from pipelines.storage.db import latest_version, schema_version
+from pipelines.storage.destinations.errors import EXIT_USAGE
 from pipelines.storage.destinations.impl import engine_for
 from pipelines.storage.read_only import ReadRefused
 

@@ -145,7 +145,7 @@ class RolesRefused(Exception):
     """One line saying why the recipe could not be made or applied."""
 
 
-def recipe_for(location: Any, labels: list[str], limits: dict[str, str]) -> str:
+def recipe_for(location: HistoryLocation, labels: list[str], limits: dict[str, str]) -> str:
     from pipelines.storage.destinations import HistoryQueryError, HistoryUnavailableError
     from pipelines.storage.destinations.impl import engine_for
     from pipelines.storage.workspace_scope import UnknownWorkspaceError

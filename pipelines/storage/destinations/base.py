@@ -18,10 +18,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.destinations.stage_format import NDJSON, StagedFile, StageFormat
+
+if TYPE_CHECKING:
+    from pipelines.snapshot.store import SnapshotStore
 
 # The rows of a read: its column names and its rows, fetched as the caller iterates.
 ReadResult = tuple[list[str], Iterator[tuple[Any, ...]]]
@@ -112,7 +115,7 @@ class Engine:
         no driver's exception."""
         yield
 
-    def snapshot_store(self, conn: Connection, milestone: Callable[[str], None] | None) -> Any:
+    def snapshot_store(self, conn: Connection, milestone: Callable[[str], None] | None) -> SnapshotStore:
         """The metrics snapshot's store inside the history (`capabilities.holds_snapshot`)."""
         raise NotImplementedError(f"a {self.name} history holds no metrics snapshot")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 SEQ = "__scanwatch_seq"  # the order of arrival; a later sighting of an id wins
 
@@ -16,7 +16,7 @@ class StageFormat:
 
     suffix = ".ndjson"
 
-    def line(self, record: dict, seq: int, data: bytes) -> bytes:
+    def line(self, record: dict[str, Any], seq: int, data: bytes) -> bytes:
         """`data` is `record` as encode() gave it: compact UTF-8 JSON."""
         body = data[1:]
         return b'{"%s":%d%s%s\n' % (SEQ.encode(), seq, b"," if body != b"}" else b"", body)

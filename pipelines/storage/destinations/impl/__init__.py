@@ -6,10 +6,9 @@ whichever engine answers, and asks the engine itself for whatever differs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pipelines.core.history_location import HistoryLocation
-from pipelines.storage.destinations.base import Connection, Engine
+from pipelines.storage.destinations.base import Engine
 from pipelines.storage.destinations.impl.duckdb.factory import DUCKDB
 
 __all__ = ["DUCKDB", "engine_for", "location_of"]

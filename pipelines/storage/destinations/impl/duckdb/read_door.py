@@ -109,7 +109,8 @@ def _single_read_statement(con: Any, sql: str) -> str:
             what = _kind(explained[0]) if len(explained) == 1 else "a statement scanwatch cannot check"
             raise ReadRefused(f"the history is read-only here: EXPLAIN of {what} is refused; EXPLAIN a "
                                   "SELECT instead")
-    return statements[0].query
+    query: str = statements[0].query
+    return query
 
 
 def _kind(statement: Any) -> str:

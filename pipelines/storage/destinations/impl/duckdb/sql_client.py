@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -40,7 +41,7 @@ class Attached(Connection):
 
     _host: duckdb.DuckDBPyConnection | None = None
     _host_pid = 0
-    _files: dict[str, list] = {}  # resolved path -> [alias, connections open]
+    _files: dict[str, list[Any]] = {}  # resolved path -> [alias, connections open]
     _lock = threading.Lock()
     _count = 0
     _key = ""
@@ -89,7 +90,8 @@ class Attached(Connection):
             entry[1] -= 1
             if entry[1] <= 0:
                 del cls._files[key]
-                cls._host.execute(f"DETACH {entry[0]}")
+                if cls._host is not None:
+                    cls._host.execute(f"DETACH {entry[0]}")
 
     def close(self) -> None:
         if self._closed:

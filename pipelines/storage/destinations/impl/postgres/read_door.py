@@ -31,6 +31,7 @@ from psycopg import errors
 
 from pipelines.core.history_location import HistoryLocation
 from pipelines.core.sqlfiles import read_sql
+from pipelines.storage.destinations.base import Connection
 from pipelines.storage.destinations.errors import EXIT_BUSY, EXIT_ERROR, HistoryUnavailableError, ReadRefused
 from pipelines.storage.destinations.impl.postgres.errors import first_line
 from pipelines.storage.destinations.impl.postgres.sqltext import UnterminatedError, split, words

@@ -77,10 +77,11 @@ def connect(location: HistoryLocation, *, writer: bool = True) -> psycopg.Connec
         # in memory instead of spilling to temp files: the server's memory, per writer, for a statement.
         raw.execute("SET work_mem = '64MB'")
         if writer:
-            for name, value in WRITER_SETTINGS.items():
-                raw.execute(f"SET {name} = '{value}'")
+            for setting, text in WRITER_SETTINGS.items():
+                raw.execute(f"SET {setting} = '{text}'")
             standby, read_only = raw.execute(
-                "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchone()
+                "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchone() or (False,
+                                                                                                               False)
             if standby or read_only:
                 what = "a hot standby (in recovery)" if standby else "read-only (default_transaction_read_only)"
                 raise HistoryUnavailableError(
@@ -109,7 +110,9 @@ def compat_digest() -> str:
 
 
 def compat_held(conn: Connection) -> str | None:
-    return conn.execute("SELECT obj_description(to_regprocedure('epoch(timestamptz)'), 'pg_proc')").fetchone()[0]
+    held: str | None = conn.execute(
+        "SELECT obj_description(to_regprocedure('epoch(timestamptz)'), 'pg_proc')").fetchone()[0]
+    return held
 
 
 def install_compat(conn: Connection) -> None:

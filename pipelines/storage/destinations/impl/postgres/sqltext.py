@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokens import Token, TokenType  # type: ignore[attr-defined]  # sqlglot re-exports them without __all__
 
 from pipelines.storage.destinations.base import Statement
 
@@ -29,7 +29,7 @@ class _Tokenizer(Postgres.Tokenizer):
     """PostgreSQL's tokens, every statement lexed through: SQLGlot keeps the rest of a "command" (EXPLAIN, SHOW,
     FETCH, ...) as one raw string, which would hide its words, literals and semicolons."""
 
-    COMMANDS: set = set()
+    COMMANDS = set[TokenType]()
 
 
 _TOKENIZER = _Tokenizer(dialect=Postgres())

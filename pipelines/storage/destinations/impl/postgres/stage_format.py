@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pipelines.storage.destinations.stage_format import StageFormat, as_text
 
@@ -25,7 +26,7 @@ class CopyText(StageFormat):
     def __hash__(self) -> int:
         return hash(self.columns)
 
-    def line(self, record: dict, seq: int, data: bytes) -> bytes:
+    def line(self, record: dict[str, Any], seq: int, data: bytes) -> bytes:
         fields = []
         for column in self.columns:
             text = as_text(record.get(column))
