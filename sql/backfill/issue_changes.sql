@@ -9,9 +9,9 @@
 DROP TABLE IF EXISTS _bf_changes;
 CREATE TEMP TABLE _bf_changes AS
 WITH first_status AS (
-    SELECT issue_id, arg_min(from_value, observed_at) AS from_value
-    FROM issue_events
-    WHERE event IN ('status_changed', 'reopened') AND from_value IS NOT NULL
+    SELECT issue_id, arg_min(from_status, observed_at) AS from_value
+    FROM issue_transitions
+    WHERE from_status IS NOT NULL
     GROUP BY issue_id
 ),
 spans AS (

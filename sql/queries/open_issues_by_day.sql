@@ -15,22 +15,10 @@
 -- with issues and changes, not with issues times days. The state at a moment is the latest change before it,
 -- carried forward over each issue's moments (a running count of changes numbers the stretch each one holds).
 WITH status_changes AS (
-    SELECT
-        issue_id,
-        observed_at,
-        CASE event WHEN 'reopened' THEN 1 WHEN 'status_changed' THEN 2 ELSE 3 END AS step,
-        CASE event
-            WHEN 'fixed' THEN coalesce(from_value, 'open')
-            WHEN 'reopened' THEN coalesce(from_value, 'fixed')
-            ELSE from_value
-        END AS from_value,
-        CASE event
-            WHEN 'fixed' THEN 'fixed'
-            WHEN 'reopened' THEN coalesce(to_value, 'open')
-            ELSE to_value
-        END AS to_value
-    FROM issue_events
-    WHERE event IN ('status_changed', 'reopened', 'fixed')
+    -- Each status change as `issue_transitions` reads it; a regression first when one sync recorded two.
+    SELECT issue_id, observed_at, CASE WHEN regression THEN 1 ELSE 2 END AS step,
+           from_status AS from_value, to_status AS to_value
+    FROM issue_transitions
 ),
 -- A sync can record two changes at once (reopened, then fixed again): keep where it started and ended.
 status_steps AS (
