@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pipelines.core.sqlfiles import execute_file, read_sql, transaction
-from pipelines.core.vocabulary import history_days_params
+from pipelines.core.vocabulary import REMOVAL_REASONS, history_days_params
 from pipelines.storage.engines import as_connection
 from pipelines.storage.entities import SEVERITIES
 
@@ -52,7 +52,7 @@ def prepare(conn: Any, workspace_id: str) -> None:
     """Stage one workspace's issue changes and scored scans; bounded by issues and scans, not by days."""
     ws = {"workspace_id": workspace_id}
     drop_temp(conn)  # another workspace's, staged on this connection before (PostgreSQL's views hold their tables)
-    _stage(conn, "issue_changes", ws)
+    _stage(conn, "issue_changes", {**ws, "removal_reasons": list(REMOVAL_REASONS)})
     _stage(conn, "open_running")
     _stage(conn, "open_cells", {"severities": list(SEVERITIES)})
     _stage(conn, "target_scans", ws)

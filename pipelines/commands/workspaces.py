@@ -12,6 +12,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
+from pipelines.core.settings import DEFAULT_WORKSPACE
 from pipelines.core.text import printable
 
 HISTORY_WAIT_SECONDS = 5.0  # a DuckDB file a sync holds is waited for this long, then shown as unreadable
@@ -48,7 +49,8 @@ def _history(settings) -> tuple[dict[str, tuple], str | None]:
         return {}, None
     try:
         with reader(location, wait_seconds=HISTORY_WAIT_SECONDS) as conn:
-            rows = conn.execute(read_sql("read/workspaces_state.sql")).fetchall()
+            rows = conn.execute(read_sql("read/workspaces_state.sql"),
+                                {"default_workspace": DEFAULT_WORKSPACE}).fetchall()
     except (HistoryLockedError, HistoryUnavailableError) as exc:
         return {}, f"history not read: {exc}"
     except Exception as exc:  # a history of an older scanwatch, before its first sync of a workspace

@@ -176,8 +176,9 @@ def test_an_upgraded_history_keeps_its_issues_and_events_without_an_index_that_g
     try:
         conn.execute("SET TimeZone = 'UTC'")
         migrate(conn, target=10)
-        # The merge names status changes by the views layer's `status_moves`, which schema 10 predates.
-        conn.execute(read_sql("views/status_moves.sql"))
+        # The merge reads the views layer's rules (status changes, what is still listed), which schema 10 predates.
+        for view in ("status_moves", "workspace_labels", "project_labels", "target_states"):
+            conn.execute(read_sql(f"views/{view}.sql"))
         with StageFile("issues") as stage:
             merge_issue_stages(conn, "ws", [stage.extend(_issue(n) for n in range(9)).close()], now=NOW)
         before = _dump(conn)
