@@ -15,7 +15,6 @@ from typing import Any
 from pipelines.core.sqlfiles import execute_file, read_sql, transaction
 from pipelines.core.vocabulary import REMOVAL_REASONS, history_days_params
 from pipelines.storage.engines import as_connection
-from pipelines.storage.entities import SEVERITIES
 
 DAY = timedelta(days=1)
 
@@ -54,7 +53,7 @@ def prepare(conn: Any, workspace_id: str) -> None:
     drop_temp(conn)  # another workspace's, staged on this connection before (PostgreSQL's views hold their tables)
     _stage(conn, "issue_changes", {**ws, "removal_reasons": list(REMOVAL_REASONS)})
     _stage(conn, "open_running")
-    _stage(conn, "open_cells", {"severities": list(SEVERITIES)})
+    _stage(conn, "open_cells", ws)
     _stage(conn, "target_scans", ws)
     set_instants(conn, datetime(1970, 1, 1, tzinfo=UTC), datetime(1970, 1, 1, tzinfo=UTC), DAY)
     _stage(conn, "open_issues_at")

@@ -35,6 +35,7 @@ from pipelines.core.credentials import (
     looks_like_key,
     shown,
 )
+from pipelines.core.settings import DEFAULT_WORKSPACE
 
 # One home for what a name is, always used with fullmatch (`$` would also match before a final newline): a
 # followed workspace's name, and an identifier (an environment variable's name, which is also the rule of a
@@ -148,10 +149,10 @@ def _label(where: str, entry: dict, name: str) -> str:
     (`Acme Corp`): giving that name here keeps its series when it moves into this file."""
     label = entry.get("label", name)
     if (not isinstance(label, str) or not label or label != label.strip() or len(label) > MAX_LABEL
-            or not label.isprintable() or looks_like_key(label) or label == "default"):
+            or not label.isprintable() or looks_like_key(label) or label == DEFAULT_WORKSPACE):
         raise ConfigError(f"{where}: field 'label' must be the name to show on metrics and alerts: printable "
-                          f"text of at most {MAX_LABEL} characters, no leading or trailing space, not 'default' "
-                          f"(got {shown(label)})")
+                          f"text of at most {MAX_LABEL} characters, no leading or trailing space, not "
+                          f"{DEFAULT_WORKSPACE!r} (got {shown(label)})")
     return label
 
 

@@ -155,15 +155,12 @@ days AS (
     ) AS d(d)
     JOIN spans AS s ON CAST(d.d AS DATE) BETWEEN s.first_day AND s.last_day
 ),
--- Every severity of the vocabulary, and any other the service sent (it still counts in the total).
-severity_names AS (
-    SELECT severity FROM severities UNION SELECT severity FROM deltas
-),
 observed AS (
     SELECT d.workspace_id, d.day, s.severity,
            sum(coalesce(x.delta, 0)) OVER (PARTITION BY d.workspace_id, s.severity ORDER BY d.day) AS issues
     FROM days AS d
-    CROSS JOIN severity_names AS s
+    -- Every severity of the vocabulary, and any other the workspace's issues carried (`severity_grid`).
+    JOIN severity_grid AS s ON s.workspace_id = d.workspace_id
     LEFT JOIN daily AS x ON x.workspace_id = d.workspace_id AND x.day = d.day AND x.severity = s.severity
 ),
 -- Before the workspace's first sync: the reconstruction (`scanwatch backfill`), never an observation.

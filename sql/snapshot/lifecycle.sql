@@ -12,8 +12,7 @@ WITH events AS (
     WHERE workspace_id = $workspace_id
 ),
 sevs AS (
-    SELECT severity FROM severities
-    UNION SELECT DISTINCT severity FROM events WHERE severity IS NOT NULL
+    SELECT severity FROM severity_grid WHERE workspace_id = $workspace_id
 ),
 counts AS (
     SELECT
