@@ -2,11 +2,12 @@
 -- (SecscanNewCriticalIssue) and the cookbook's `new_critical_issues` both read it.
 --
 -- An arrival is a change that put an issue into "open and critical": seen for the first time open and
--- critical (new), found open again after a fix (reopened: a regression, as `status_moves` decides it), raised to critical
--- from another severity (raised), or a false-positive / accepted-risk mark withdrawn (unmarked: a status
--- `issue_statuses` calls dismissed). Per issue only its latest arrival counts, and only while the issue is open and visible
--- (`open_issues_now`) and critical: a fix, a mark, a lower severity or hiding removes the row. An issue
--- listed again after being set aside returns without an arrival (`visible_again` is not one).
+-- critical (new), found open again after a fix (reopened: a regression, as `status_moves` decides it),
+-- raised to critical from another severity (raised), or a false-positive / accepted-risk mark withdrawn
+-- (unmarked: a status `issue_statuses` calls dismissed). Per issue only its latest arrival counts, and only
+-- while the issue is open and visible (`open_issues_now`) and critical: a fix, a mark, a lower severity or
+-- hiding removes the row. An issue listed again after being set aside returns without an arrival
+-- (`visible_again` is not one).
 --
 -- The backlog of a first deployment is not an arrival: events observed at or before the end of the
 -- workspace's first successful issues sync (`workspace_runs`) are excluded, and with no such sync nothing is an
