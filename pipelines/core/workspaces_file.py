@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.core.credentials import (
+    DEFAULT_WORKSPACE,
     ConfigError,
     Workspace,
     check_api_key,
@@ -35,7 +36,6 @@ from pipelines.core.credentials import (
     looks_like_key,
     shown,
 )
-from pipelines.core.settings import DEFAULT_WORKSPACE
 
 # One home for what a name is, always used with fullmatch (`$` would also match before a final newline): a
 # followed workspace's name, and an identifier (an environment variable's name, which is also the rule of a

@@ -1,5 +1,5 @@
 -- The service's workspace id of a followed name: the name given in SCANWATCH_WORKSPACES_FILE, or
--- $default_workspace (pipelines/core/settings.py's) for the one workspace of the two variables; the service's own workspace name or id are accepted too.
+-- $default_workspace (pipelines/core/credentials.py's) for the one workspace of the two variables; the service's own workspace name or id are accepted too.
 SELECT workspace_id
 FROM accounts
 WHERE workspace_label = $name

@@ -1,5 +1,5 @@
 -- Every name the history has followed a workspace under ($default_workspace, from
--- pipelines/core/settings.py: the one workspace of the two variables), with the service's workspace it is bound to and its last sync: what `scanwatch workspaces`
+-- pipelines/core/credentials.py: the one workspace of the two variables), with the service's workspace it is bound to and its last sync: what `scanwatch workspaces`
 -- shows beside the workspaces file, so a removed workspace still shows, with its history kept.
 WITH names AS (
     SELECT workspace_label AS label FROM accounts

@@ -6,8 +6,9 @@
 -- The snapshot's grids (issues by status and severity, open and SLA figures, lifecycle counters, time to
 -- fix) and the backfill's open-issue cells read it.
 CREATE VIEW severity_grid AS
-SELECT a.workspace_id, s.severity, s.rank, CAST(p.days AS DOUBLE PRECISION) AS sla_days
-FROM accounts AS a
+SELECT w.workspace_id, s.severity, s.rank, CAST(p.days AS DOUBLE PRECISION) AS sla_days
+-- every workspace the history holds anything of (an account, or issues)
+FROM (SELECT workspace_id FROM accounts UNION SELECT workspace_id FROM issues) AS w
 CROSS JOIN severities AS s
 LEFT JOIN sla_policy AS p ON p.severity = s.severity
 UNION ALL
