@@ -20,6 +20,8 @@ from pipelines.snapshot.labels import label_values
 
 # The families /metrics serves that the past can be rebuilt for, with the exporter's own labels (the catalogue's).
 FAMILIES: dict[str, tuple[str, ...]] = {s.name: s.labels for s in past_series()}
+# The family each `source` of prometheus_series.sql's rows is written under.
+PAST_SOURCES: dict[str, str] = {s.past: s.name for s in past_series()}
 HELP: dict[str, str] = {s.name: s.help for s in past_series()}
 _INCREASE = re.compile(r"^\s*sum\s+by\s*\(([^)]*)\)\s*\(\s*increase\(\s*(\w+)\s*\[(\w+)\]\s*\)\s*\)\s*$")
 _DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
@@ -163,7 +165,7 @@ class Sample(NamedTuple):
 def row_samples(columns: Sequence[str], rows: Iterable[Sequence[Any]], extra: Mapping[str, str],
                 pasts: Mapping[str, RulePast] | None = None) -> list[Sample]:
     """Rows of `prometheus_series.sql` as samples, with the scrape's own labels (job, instance) added to
-    /metrics' series; the rule series' rows (their `metric` is the rule's source column) carry the rule's
+    /metrics' series (the catalogue's family for the row's `source`); the rule series' rows carry the rule's
     labels only, since their rule sums every other label away. Row order is kept: the query sorts each
     series by time."""
     pasts = rule_pasts() if pasts is None else pasts
@@ -171,9 +173,9 @@ def row_samples(columns: Sequence[str], rows: Iterable[Sequence[Any]], extra: Ma
     index = {c: i for i, c in enumerate(columns)}
     out = []
     for row in rows:
-        metric = row[index["metric"]]
-        rule = by_source.get(metric)
-        name, names = (rule.record, rule.labels) if rule else (metric, FAMILIES[metric])
+        source = row[index["source"]]
+        rule = by_source.get(source)
+        name, names = (rule.record, rule.labels) if rule else (PAST_SOURCES[source], FAMILIES[PAST_SOURCES[source]])
         labels = {label: "" if row[index[label]] is None else str(row[index[label]]) for label in names}
         if rule is None:
             labels.update(extra)

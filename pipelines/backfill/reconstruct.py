@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pipelines.core.sqlfiles import execute_file, read_sql, transaction
-from pipelines.core.vocabulary import SEVERITIES, history_days_params
+from pipelines.core.vocabulary import REMOVAL_REASONS, history_days_params
 from pipelines.storage.destinations import Connection
 
 DAY = timedelta(days=1)
@@ -51,9 +51,9 @@ def prepare(conn: Connection, workspace_id: str) -> None:
     """Stage one workspace's issue changes and scored scans; bounded by issues and scans, not by days."""
     ws = {"workspace_id": workspace_id}
     drop_temp(conn)  # another workspace's, staged on this connection before (PostgreSQL's views hold their tables)
-    _stage(conn, "issue_changes", ws)
+    _stage(conn, "issue_changes", {**ws, "removal_reasons": list(REMOVAL_REASONS)})
     _stage(conn, "open_running")
-    _stage(conn, "open_cells", {"severities": list(SEVERITIES)})
+    _stage(conn, "open_cells", ws)
     _stage(conn, "target_scans", ws)
     set_instants(conn, datetime(1970, 1, 1, tzinfo=UTC), datetime(1970, 1, 1, tzinfo=UTC), DAY)
     _stage(conn, "open_issues_at")

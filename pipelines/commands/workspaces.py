@@ -13,6 +13,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pipelines.core.settings import DEFAULT_WORKSPACE
 from pipelines.core.text import printable
 
 if TYPE_CHECKING:
@@ -53,7 +54,8 @@ def _history(settings: Settings) -> tuple[dict[str, tuple[Any, ...]], str | None
         return {}, None
     try:
         with reader(location, wait_seconds=HISTORY_WAIT_SECONDS) as conn:
-            rows = conn.execute(read_sql("read/workspaces_state.sql")).fetchall()
+            rows = conn.execute(read_sql("read/workspaces_state.sql"),
+                                {"default_workspace": DEFAULT_WORKSPACE}).fetchall()
     except (HistoryLockedError, HistoryUnavailableError) as exc:
         return {}, f"history not read: {exc}"
     except Exception as exc:  # a history of an older scanwatch, before its first sync of a workspace

@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 KEY_PREFIXES = ("rst_", "rat_")
+# The one workspace of a deployment configured by SCANWATCH_BASE_URL + SCANWATCH_API_KEY: its name in the CLI,
+# in Dagster's partitions and in the history (SQL gets it as $default_workspace); no workspaces-file entry
+# may take it. Its metrics keep the service's own workspace name. Here, beneath the settings and the
+# workspaces file, which both name it (`settings.DEFAULT_WORKSPACE` reads it from here).
+DEFAULT_WORKSPACE = "default"
 _KEY_LIKE = re.compile(r"(rst_|rat_)\S*")
 
 

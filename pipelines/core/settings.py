@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from pipelines.core.credentials import DEFAULT_WORKSPACE as DEFAULT_WORKSPACE
+
 # ConfigError is the settings' error too: callers catch it from here (an explicit re-export).
 from pipelines.core.credentials import ConfigError as ConfigError
 from pipelines.core.credentials import Workspace, check_api_key, check_base_url
@@ -25,9 +27,6 @@ from pipelines.core.history_location import HistoryLocation
 DEFAULT_DB = "data/scanwatch.duckdb"
 SNAPSHOT_NAME = "scanwatch-metrics.json"
 EXPORTER_PORT = 9817
-# The one workspace of a deployment configured by SCANWATCH_BASE_URL + SCANWATCH_API_KEY: its name in
-# the CLI and in Dagster's partitions. Its metrics keep the service's own workspace name as before.
-DEFAULT_WORKSPACE = "default"
 SYNC_DEADLINE_SECONDS = 4 * 3600.0  # a whole sync; a real one takes minutes even for a large workspace
 
 

@@ -24,6 +24,25 @@ FINISHED_SCAN_STATUSES: tuple[str, ...] = ("done", "failed")
 # Worth polling again; a status from a newer service is neither, so it is stored and never polled forever.
 UNFINISHED_SCAN_STATUSES: tuple[str, ...] = tuple(s for s in SCAN_STATUSES if s not in FINISHED_SCAN_STATUSES)
 
+# Why scanwatch holds an issue the service no longer shows (`issues.hidden_reason`, and the `hidden` event's
+# to_value): its site lost its proof (the service hides an unproved site's issues), or GET /projects stopped
+# listing its target or project. Such an issue keeps its status and leaves every open count;
+# `secscan_issues_not_visible` counts it under its reason, every reason present at 0.
+HIDDEN_UNVERIFIED = "unverified"
+HIDDEN_TARGET_REMOVED = "target_removed"
+HIDDEN_PROJECT_REMOVED = "project_removed"
+HIDDEN_REASONS: tuple[str, ...] = (HIDDEN_UNVERIFIED, HIDDEN_TARGET_REMOVED, HIDDEN_PROJECT_REMOVED)
+# Set aside by a removal: the issue's past still counts in the reconstruction (docs/backfill.md).
+REMOVAL_REASONS: tuple[str, ...] = (HIDDEN_TARGET_REMOVED, HIDDEN_PROJECT_REMOVED)
+
+
+def hidden_reason_params() -> dict[str, object]:
+    """The SQL parameters that name the hidden reasons: `$hidden_reasons`, `$removal_reasons`, and one per
+    reason (`$unverified`, `$target_removed`, `$project_removed`) for the merge that assigns them."""
+    return {"hidden_reasons": list(HIDDEN_REASONS), "removal_reasons": list(REMOVAL_REASONS),
+            **{reason: reason for reason in HIDDEN_REASONS}}
+
+
 # How far back the service lists scans (the contract's Limits): 30 days on Free, one year on Solo and Pro
 # (366 days holds a leap year), and a plan this version does not know gets the year. Nothing scanwatch
 # rebuilds of the past reaches further back than this before its first sync, whatever dates a record carries.

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.core.credentials import (
+    DEFAULT_WORKSPACE,
     ConfigError,
     Workspace,
     check_api_key,
@@ -150,10 +151,10 @@ def _label(where: str, entry: dict[str, Any], name: str) -> str:
     (`Acme Corp`): giving that name here keeps its series when it moves into this file."""
     label = entry.get("label", name)
     if (not isinstance(label, str) or not label or label != label.strip() or len(label) > MAX_LABEL
-            or not label.isprintable() or looks_like_key(label) or label == "default"):
+            or not label.isprintable() or looks_like_key(label) or label == DEFAULT_WORKSPACE):
         raise ConfigError(f"{where}: field 'label' must be the name to show on metrics and alerts: printable "
-                          f"text of at most {MAX_LABEL} characters, no leading or trailing space, not 'default' "
-                          f"(got {shown(label)})")
+                          f"text of at most {MAX_LABEL} characters, no leading or trailing space, not "
+                          f"{DEFAULT_WORKSPACE!r} (got {shown(label)})")
     return label
 
 

@@ -63,7 +63,9 @@ class Series:
     # (document, table rows, info limit)
     rows: Callable[[Document, Sequence[Row], int], Iterable[Row]] | None = None
     once: bool = False  # global: served from one part only, never once per workspace
-    past: bool = False  # the backfill writes its past (sql/backfill/prometheus_series.sql)
+    # The backfill writes its past: the `source` of sql/backfill/prometheus_series.sql's rows that carry it (the
+    # SQL names what it computes; the metric's name is this catalogue's alone). "": no past.
+    past: str = ""
 
     @property
     def exposed(self) -> tuple[str, ...]:
@@ -189,18 +191,18 @@ SERIES: tuple[Series, ...] = (
     _workspace("secscan_api_rate_limit_remaining", "gauge", "Requests left in the rate-limit window at the last "
                "sync.", "rate_limit_remaining"),
     Series("secscan_quota_limit", "gauge", "Period quota (quick_scans, audits, fixes).", (*WS, "quota"), "quotas",
-           "quota_limit", past=True),
-    Series("secscan_quota_used", "gauge", "Period quota used.", (*WS, "quota"), "quotas", "used", past=True),
+           "quota_limit", past="quota_limit"),
+    Series("secscan_quota_used", "gauge", "Period quota used.", (*WS, "quota"), "quotas", "used", past="quota_used"),
     Series("secscan_quota_remaining", "gauge", "Period quota left.", (*WS, "quota"), "quotas", "remaining",
-           past=True),
+           past="quota_remaining"),
     _project("secscan_project_score", "gauge", "Project security score (absent before any scan).", "score",
-             past=True),
+             past="project_score"),
     Series("secscan_project_grade", "info", "Project grade.", (*PROJECT, "grade"), "projects",
            when=lambda r: bool(r.get("grade"))),
     _project("secscan_project_paused", "gauge", "1 when the project is paused.", _flag("paused")),
     _project("secscan_project_last_scan_timestamp_seconds", "gauge", "Last scan of the project.", "last_scan_at"),
-    _target("secscan_target_score", "gauge", "Target security score (absent before any scan).", "score", past=True,
-            sources={"address": _text("address"), "kind": _text("kind")}),
+    _target("secscan_target_score", "gauge", "Target security score (absent before any scan).", "score",
+            past="target_score", sources={"address": _text("address"), "kind": _text("kind")}),
     Series("secscan_target_grade", "info", "Target grade.", (*TARGET, "grade"), "targets",
            when=lambda r: bool(r.get("grade")), sources={"address": _text("address"), "kind": _text("kind")}),
     *(_target(name, type_, help_, value, sources={"address": _text("address"), "kind": _text("kind")}, **kw)
@@ -222,7 +224,7 @@ SERIES: tuple[Series, ...] = (
            when=lambda r: bool(r.get("finished")) and r.get("kind") == "quick"),
     Series("secscan_scans_pending", "gauge", "Scans not finished yet, by kind and status.",
            (*PROJECT, "kind", "status"), "scans", "scans", when=lambda r: not r.get("finished")),
-    _severity("secscan_issues_open", "gauge", "Open issues.", "issue_severity", "open", past=True),
+    _severity("secscan_issues_open", "gauge", "Open issues.", "issue_severity", "open", past="issues_open"),
     _severity("secscan_issues_detected", "counter", "Issues ever seen, by the severity they were first seen with.",
               "issue_severity", "detected"),
     _severity("secscan_issues_oldest_open_age_seconds", "gauge", "Age of the oldest open issue (0 when none).",

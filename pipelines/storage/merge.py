@@ -25,6 +25,7 @@ from typing import Any
 from pipelines.core import milestones
 from pipelines.core.sqlfiles import execute_file, read_sql, transaction
 from pipelines.core.text import printable
+from pipelines.core.vocabulary import hidden_reason_params
 from pipelines.storage.destinations import Connection
 from pipelines.storage.entities import (
     ACCOUNT,
@@ -244,7 +245,8 @@ def _hide_unlisted_issues(conn: Connection, listed_projects: Sequence[str],
     """
     if listed_projects or execute_file(conn, "merge/removed_any.sql").fetchall()[0][0]:
         execute_file(conn, "merge/issues_hidden.sql",
-                     {"listed_projects": list(listed_projects), "quarantined": list(quarantined)})
+                     {"listed_projects": list(listed_projects), "quarantined": list(quarantined),
+                      **hidden_reason_params()})
     else:
         conn.execute("DROP TABLE IF EXISTS listed_issue_ids")
     return dict(execute_file(conn, "merge/events_written.sql").fetchall())

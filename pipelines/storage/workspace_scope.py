@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from pipelines.core.settings import DEFAULT_WORKSPACE
 from pipelines.core.sqlfiles import read_sql
 from pipelines.storage.views import definitions
 
@@ -43,9 +44,10 @@ def _ident(value: str) -> str:
 
 def workspace_id_of(conn: Connection, name: str) -> str:
     """The service's id of the workspace followed as `name`, or UnknownWorkspaceError naming those held."""
-    found = conn.execute(read_sql("read/workspace_ids.sql"), {"name": name}).fetchall()
+    default = {"default_workspace": DEFAULT_WORKSPACE}
+    found = conn.execute(read_sql("read/workspace_ids.sql"), {"name": name, **default}).fetchall()
     if not found:
-        held = conn.execute(read_sql("read/workspace_labels.sql")).fetchall()
+        held = conn.execute(read_sql("read/workspace_labels.sql"), default).fetchall()
         raise UnknownWorkspaceError(f"no workspace named {name!r} in the history; it holds: "
                                     f"{', '.join(r[0] for r in held) or 'none yet'}")
     workspace_id: str = found[0][0]

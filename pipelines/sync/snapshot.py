@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pipelines.core import milestones, settings, vocabulary
 from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, CRITICAL_NEW_LIMIT, TTF_BUCKETS
 from pipelines.snapshot.format import SCHEMA_VERSION, TABLES, encode_snapshot
+from pipelines.snapshot.labels import LABEL_CAPS
 from pipelines.snapshot.store import FileStore, SnapshotStore
 from pipelines.storage.entities import ISSUE, SCAN
 
@@ -74,7 +75,9 @@ class _Build:
     def params(self) -> dict[str, Any]:
         return {"now": self.now.astimezone(UTC).isoformat(), "ttf_buckets": list(TTF_BUCKETS),
                 "critical_limit": self.critical_info_limit, "critical_new_limit": self.critical_new_limit,
-                "families": list(ISSUE.enums["family"]), "scan_kinds": list(SCAN.enums["kind"])}
+                "families": list(ISSUE.enums["family"]), "scan_kinds": list(SCAN.enums["kind"]),
+                "hidden_reasons": list(vocabulary.HIDDEN_REASONS),
+                "title_cap": LABEL_CAPS["title"], "location_cap": LABEL_CAPS["location"]}
 
     def header(self) -> dict[str, Any]:
         return {

@@ -9,9 +9,9 @@
 DROP TABLE IF EXISTS _bf_changes;
 CREATE TEMP TABLE _bf_changes AS
 WITH first_status AS (
-    SELECT issue_id, arg_min(from_value, observed_at) AS from_value
-    FROM issue_events
-    WHERE event IN ('status_changed', 'reopened') AND from_value IS NOT NULL
+    SELECT issue_id, arg_min(from_status, observed_at) AS from_value
+    FROM issue_transitions
+    WHERE from_status IS NOT NULL
     GROUP BY issue_id
 ),
 spans AS (
@@ -29,11 +29,11 @@ spans AS (
     JOIN first_severities AS fv ON fv.issue_id = i.id
     WHERE i.workspace_id = $workspace_id AND i.first_seen_at IS NOT NULL AND i.severity IS NOT NULL
       AND (i.id IN (SELECT v.id FROM visible_issues AS v WHERE v.workspace_id = $workspace_id)
-           OR i.hidden_reason IN ('project_removed', 'target_removed')
-           OR i.project_id IN (SELECT p.id FROM projects AS p WHERE p.workspace_id = $workspace_id
-                                                               AND p.removed_at IS NOT NULL)
-           OR i.target_id IN (SELECT t.id FROM targets AS t WHERE t.workspace_id = $workspace_id
-                                                              AND t.removed_at IS NOT NULL))
+           OR i.hidden_reason = ANY(CAST($removal_reasons AS VARCHAR[]))
+           OR i.project_id IN (SELECT p.project_id FROM project_labels AS p WHERE p.workspace_id = $workspace_id
+                                                                         AND NOT p.listed)
+           OR i.target_id IN (SELECT t.id FROM target_states AS t WHERE t.workspace_id = $workspace_id
+                                                                  AND NOT t.listed))
 )
 SELECT workspace_id, project_id, severity, opened_at AS ts, 1 AS delta
 FROM spans WHERE status_before IN ('open', 'fixed')

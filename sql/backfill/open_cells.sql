@@ -1,11 +1,10 @@
 -- Every severity for every project that ever had an issue, from its first issue on: a severity with no
--- open issue is a 0, as on /metrics, not a gap. $severities is scanwatch's list; newer ones seen are added.
+-- open issue is a 0, as on /metrics, not a gap: the workspace's `severity_grid` (the vocabulary's, then any
+-- other its issues carried).
 DROP TABLE IF EXISTS _bf_cells;
 CREATE TEMP TABLE _bf_cells AS
 WITH severities AS (
-    SELECT unnest(CAST($severities AS VARCHAR[])) AS severity
-    UNION
-    SELECT DISTINCT severity FROM _bf_changes
+    SELECT severity FROM severity_grid WHERE workspace_id = $workspace_id
 ),
 -- Each project's first change, found once: not once per severity.
 firsts AS (

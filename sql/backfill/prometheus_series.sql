@@ -5,6 +5,8 @@
 -- The recording rules over the lifecycle counters get their past from the same changes: issues first seen,
 -- and found fixed, in the $window_seconds before each instant (the window their rule's increase() spans), per
 -- severity (their rule sums away every other label).
+-- Each row's `source` names what it computes; the series it is written under is the catalogue's
+-- (pipelines/snapshot/catalogue.py: a family's `past`, a recording rule's `source`), never named here.
 WITH quota_instants AS (
     SELECT q.quota, i.ts
     FROM _bf_instants AS i
@@ -42,29 +44,29 @@ arrivals AS (
     LEFT JOIN in_window AS w ON w.ts = x.ts AND w.severity = x.severity
 ),
 samples AS (
-    SELECT 'secscan_project_score' AS metric, s.project_id, CAST(NULL AS VARCHAR) AS target_id,
+    SELECT 'project_score' AS source, s.project_id, CAST(NULL AS VARCHAR) AS target_id,
            CAST(NULL AS VARCHAR) AS severity, CAST(NULL AS VARCHAR) AS quota, s.ts,
            CAST(s.score AS DOUBLE PRECISION) AS value
     FROM _bf_scores_at AS s WHERE s.target_id IS NULL AND s.score IS NOT NULL
     UNION ALL
-    SELECT 'secscan_target_score', s.project_id, s.target_id, NULL, NULL, s.ts, s.score
+    SELECT 'target_score', s.project_id, s.target_id, NULL, NULL, s.ts, s.score
     FROM _bf_scores_at AS s WHERE s.target_id IS NOT NULL
     UNION ALL
-    SELECT 'secscan_issues_open', o.project_id, NULL, o.severity, NULL, o.ts, o.open_issues
+    SELECT 'issues_open', o.project_id, NULL, o.severity, NULL, o.ts, o.open_issues
     FROM _bf_open_at AS o
     UNION ALL
-    SELECT 'secscan_quota_limit', NULL, NULL, NULL, quota, ts, quota_limit FROM quotas WHERE quota_limit IS NOT NULL
+    SELECT 'quota_limit', NULL, NULL, NULL, quota, ts, quota_limit FROM quotas WHERE quota_limit IS NOT NULL
     UNION ALL
-    SELECT 'secscan_quota_used', NULL, NULL, NULL, quota, ts, used FROM quotas WHERE used IS NOT NULL
+    SELECT 'quota_used', NULL, NULL, NULL, quota, ts, used FROM quotas WHERE used IS NOT NULL
     UNION ALL
-    SELECT 'secscan_quota_remaining', NULL, NULL, NULL, quota, ts, remaining FROM quotas WHERE remaining IS NOT NULL
+    SELECT 'quota_remaining', NULL, NULL, NULL, quota, ts, remaining FROM quotas WHERE remaining IS NOT NULL
     UNION ALL
     SELECT 'opened', NULL, NULL, severity, NULL, ts, opened FROM arrivals
     UNION ALL
     SELECT 'fixed', NULL, NULL, severity, NULL, ts, fixed FROM arrivals
 )
 SELECT
-    s.metric,
+    s.source,
     (SELECT workspace FROM workspace_labels WHERE workspace_id = $workspace_id) AS workspace,
     s.project_id,
     l.project,
@@ -78,4 +80,4 @@ SELECT
 FROM samples AS s
 LEFT JOIN project_labels AS l ON l.project_id = s.project_id
 LEFT JOIN targets AS t ON t.id = s.target_id
-ORDER BY s.metric, s.ts;
+ORDER BY s.source, s.ts;

@@ -10,10 +10,10 @@ SELECT
     count(*) FILTER (WHERE (i.status = 'fixed') <> (i.fixed_at IS NOT NULL)) AS fixed_exactly_when_fixed_at,
     count(*) FILTER (WHERE i.last_seen_at < i.first_seen_at) AS last_seen_not_before_first_seen,
     count(*) FILTER (WHERE t.id IS NULL) AS issue_targets_exist,
-    count(*) FILTER (WHERE t.kind = 'domain' AND NOT t.verified AND t.removed_at IS NULL
+    count(*) FILTER (WHERE t.site_unproved AND t.listed
                        AND i.last_observed_at >= t.last_observed_at) AS no_issues_of_unverified_targets,
     -- The distinct ids apart: PostgreSQL reads them in order from the key's index rather than sorting the
     -- joined rows (one row per issue, as `targets` keeps a key).
     count(*) - (SELECT count(*) FROM (SELECT DISTINCT id FROM issues) AS d) AS issue_ids_unique
 FROM issues AS i
-LEFT JOIN targets AS t ON t.id = i.target_id;
+LEFT JOIN target_states AS t ON t.id = i.target_id;

@@ -6,6 +6,7 @@
 -- $listed_projects, the projects whose complete issue lists were read in this transaction (empty when called
 -- by the projects merge), and table listed_issue_ids, the ids those lists held (none for the projects
 -- merge), joined by $quarantined: issues listed but too large to store, not ones the service stopped showing.
+-- The reasons' words are pipelines/core/vocabulary.py's ($project_removed, $target_removed, $unverified).
 -- An issue missing from a list with none of these reasons is left as it is: the contract gives no other way
 -- for one to disappear.
 CREATE TEMP TABLE IF NOT EXISTS listed_issue_ids (id VARCHAR);
@@ -15,16 +16,16 @@ INSERT INTO issue_events (workspace_id, issue_id, project_id, target_id, severit
 WITH reasons AS (
     SELECT i.id, i.project_id, i.target_id, i.severity, i.hidden_reason AS old_reason,
            CASE
-               WHEN p.removed_at IS NOT NULL THEN 'project_removed'
-               WHEN t.removed_at IS NOT NULL THEN 'target_removed'
+               WHEN NOT p.listed THEN $project_removed
+               WHEN NOT t.listed THEN $target_removed
                WHEN i.hidden_reason IS NOT NULL THEN i.hidden_reason
                WHEN i.project_id = ANY(CAST($listed_projects AS VARCHAR[]))
-                    AND (t.verified = false OR t.hidden_issues IS NOT NULL)
-                   THEN 'unverified'
+                    AND t.site_unproved
+                   THEN $unverified
            END AS reason
     FROM issues i
-    LEFT JOIN projects p ON p.id = i.project_id
-    LEFT JOIN targets t ON t.id = i.target_id
+    LEFT JOIN project_labels p ON p.project_id = i.project_id
+    LEFT JOIN target_states t ON t.id = i.target_id
     WHERE i.workspace_id = (SELECT workspace_id FROM merge_context)
       AND NOT EXISTS (SELECT 1 FROM listed_issue_ids l WHERE l.id = i.id)  -- a listed issue is visible, whatever else
 )

@@ -4,11 +4,12 @@
 --
 -- $targets_unread: projects whose targets field was malformed; their targets stay as they were.
 UPDATE projects SET removed_at = (SELECT observed_at FROM merge_context)
-WHERE workspace_id = (SELECT workspace_id FROM merge_context) AND removed_at IS NULL
+WHERE id IN (SELECT project_id FROM project_labels WHERE workspace_id = (SELECT workspace_id FROM merge_context)
+                                                        AND listed)
   AND NOT EXISTS (SELECT 1 FROM stg_projects s WHERE s.id = projects.id);
 
 UPDATE targets SET removed_at = (SELECT observed_at FROM merge_context)
-WHERE workspace_id = (SELECT workspace_id FROM merge_context) AND removed_at IS NULL
+WHERE id IN (SELECT id FROM target_states WHERE workspace_id = (SELECT workspace_id FROM merge_context) AND listed)
   AND NOT EXISTS (SELECT 1 FROM stg_targets s WHERE s.id = targets.id)
   AND NOT (project_id = ANY(CAST($targets_unread AS VARCHAR[])));  -- a malformed targets field proves nothing
 

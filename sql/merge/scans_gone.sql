@@ -9,16 +9,12 @@ ON CONFLICT (scan_id) DO NOTHING;
 -- would answer 404 for them (workspace isolation answers a missing object and a foreign one alike). Their
 -- scans rows stay as last seen; nothing polls them again.
 INSERT INTO scans_gone (workspace_id, scan_id, project_id, gone_at, answered)
-SELECT s.workspace_id, s.id, s.project_id, c.observed_at,
-       CASE WHEN p.removed_at IS NOT NULL THEN 'project' ELSE 'target' END
-FROM scans s
-LEFT JOIN projects p ON p.id = s.project_id
-LEFT JOIN targets t ON t.id = s.target_id
-JOIN scan_statuses AS k ON k.status = s.status AND NOT k.finished
+SELECT s.workspace_id, s.scan_id, s.project_id, c.observed_at,
+       CASE WHEN s.project_listed THEN 'target' ELSE 'project' END
+FROM pending_scans AS s
 CROSS JOIN merge_context AS c
 WHERE s.workspace_id = c.workspace_id
-  AND (p.removed_at IS NOT NULL OR t.removed_at IS NOT NULL)
-  AND NOT EXISTS (SELECT 1 FROM scans_gone g WHERE g.scan_id = s.id);
+  AND NOT (s.project_listed AND s.target_listed);
 
 -- What this sync settled, the count the merge reports.
 SELECT count(*) FROM scans_gone WHERE gone_at = (SELECT observed_at FROM merge_context);

@@ -10,7 +10,7 @@ SELECT
     t.last_scan_at,
     t.first_observed_at AS watched_since,
     t.id AS target_id
-FROM targets AS t
+FROM target_states AS t
 LEFT JOIN project_labels AS l ON l.project_id = t.project_id
-WHERE NOT coalesce(t.verified, FALSE) AND t.removed_at IS NULL
+WHERE t.site_unproved AND t.listed
 ORDER BY coalesce(t.hidden_issues, 0) DESC, l.workspace, l.project, t.address;

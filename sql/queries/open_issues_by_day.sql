@@ -15,22 +15,10 @@
 -- with issues and changes, not with issues times days. The state at a moment is the latest change before it,
 -- carried forward over each issue's moments (a running count of changes numbers the stretch each one holds).
 WITH status_changes AS (
-    SELECT
-        issue_id,
-        observed_at,
-        CASE event WHEN 'reopened' THEN 1 WHEN 'status_changed' THEN 2 ELSE 3 END AS step,
-        CASE event
-            WHEN 'fixed' THEN coalesce(from_value, 'open')
-            WHEN 'reopened' THEN coalesce(from_value, 'fixed')
-            ELSE from_value
-        END AS from_value,
-        CASE event
-            WHEN 'fixed' THEN 'fixed'
-            WHEN 'reopened' THEN coalesce(to_value, 'open')
-            ELSE to_value
-        END AS to_value
-    FROM issue_events
-    WHERE event IN ('status_changed', 'reopened', 'fixed')
+    -- Each status change as `issue_transitions` reads it; a regression first when one sync recorded two.
+    SELECT issue_id, observed_at, CASE WHEN regression THEN 1 ELSE 2 END AS step,
+           from_status AS from_value, to_status AS to_value
+    FROM issue_transitions
 ),
 -- A sync can record two changes at once (reopened, then fixed again): keep where it started and ended.
 status_steps AS (
@@ -167,15 +155,12 @@ days AS (
     ) AS d(d)
     JOIN spans AS s ON CAST(d.d AS DATE) BETWEEN s.first_day AND s.last_day
 ),
--- Every severity of the vocabulary, and any other the service sent (it still counts in the total).
-severity_names AS (
-    SELECT severity FROM severities UNION SELECT severity FROM deltas
-),
 observed AS (
     SELECT d.workspace_id, d.day, s.severity,
            sum(coalesce(x.delta, 0)) OVER (PARTITION BY d.workspace_id, s.severity ORDER BY d.day) AS issues
     FROM days AS d
-    CROSS JOIN severity_names AS s
+    -- Every severity of the vocabulary, and any other the workspace's issues carried (`severity_grid`).
+    JOIN severity_grid AS s ON s.workspace_id = d.workspace_id
     LEFT JOIN daily AS x ON x.workspace_id = d.workspace_id AND x.day = d.day AND x.severity = s.severity
 ),
 -- Before the workspace's first sync: the reconstruction (`scanwatch backfill`), never an observation.

@@ -1,5 +1,5 @@
 -- name: regressions
--- description: Issues that came back after being fixed (reopened events), how often, and where they stand now.
+-- description: Issues that came back after a fix (any change out of fixed), how often, and where they stand now.
 -- What counts as coming back is the `reopenings` view's, which the history dashboard reads too.
 WITH per_issue AS (
     SELECT workspace_id, issue_id, project_id, severity, status, address, control_id, title,

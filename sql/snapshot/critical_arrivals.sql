@@ -4,7 +4,9 @@
 -- * only arrivals within the critical SLA window (`sla_policy`): after it, SecscanSlaBreached owns it;
 -- * at most $critical_new_limit rows, newest arrivals first; `workspace_arrivals` is the workspace's full
 --   count, so the exporter can say how many were left out;
--- * only the text a page needs: the title on one line, control characters out (200 characters at most) and the location (300);
+-- * only the text a page needs: the title and the location on one line, control characters out, each cut to
+--   its label's cap ($title_cap, $location_cap: LABEL_CAPS of pipelines/snapshot/labels.py, the one home of
+--   what a label may keep);
 --   never explanation, detail or evidence. Times leave as Unix seconds. U+FFFD goes with the control characters:
 --   it is what a PostgreSQL history holds for a NUL (which its text cannot), so both engines page alike.
 WITH ranked AS (
@@ -23,13 +25,13 @@ SELECT
     issue_id,
     target_id,
     coalesce(address, '') AS address,
-    left(trim(regexp_replace(coalesce(title, ''), '[[:cntrl:][:space:]�]+', ' ', 'g')), 200) AS title,
+    left(trim(regexp_replace(coalesce(title, ''), '[[:cntrl:][:space:]�]+', ' ', 'g')), $title_cap) AS title,
     coalesce(family, '') AS family,
     coalesce(control_id, '') AS control_id,
     -- The service's own location (file:line@commit on a repository); rebuilt from its parts if absent.
     left(trim(regexp_replace(coalesce(nullif(trim(location), ''),
          CASE WHEN file IS NOT NULL THEN file || coalesce(':' || line, '') || coalesce('@' || "commit", '') END,
-         ''), '[[:cntrl:][:space:]�]+', ' ', 'g')), 300) AS location,
+         ''), '[[:cntrl:][:space:]�]+', ' ', 'g')), $location_cap) AS location,
     change,
     coalesce(from_severity, '') AS from_severity,
     epoch(first_seen_at) AS first_seen_at,

@@ -3,13 +3,7 @@
 -- "detected" counts every issue ever seen under the severity it was first seen with (`first_severities`),
 -- so the counter never moves down when a severity changes.
 WITH sevs AS (
-    SELECT s.severity, CAST(p.days AS DOUBLE PRECISION) AS sla_days
-    FROM severities AS s LEFT JOIN sla_policy AS p ON p.severity = s.severity
-    UNION ALL
-    SELECT DISTINCT i.severity, CAST(NULL AS DOUBLE PRECISION)
-    FROM issues AS i
-    WHERE i.workspace_id = $workspace_id AND i.severity IS NOT NULL
-      AND i.severity NOT IN (SELECT severity FROM severities)
+    SELECT severity, sla_days FROM severity_grid WHERE workspace_id = $workspace_id
 ),
 grid AS (
     SELECT l.workspace_id, l.project_id, l.project, s.severity, s.sla_days

@@ -10,8 +10,7 @@ statuses AS (
     UNION SELECT DISTINCT status FROM visible WHERE status IS NOT NULL
 ),
 sevs AS (
-    SELECT severity FROM severities
-    UNION SELECT DISTINCT severity FROM visible WHERE severity IS NOT NULL
+    SELECT severity FROM severity_grid WHERE workspace_id = $workspace_id
 ),
 counts AS (
     SELECT project_id, status, severity, count(*) AS n FROM visible GROUP BY project_id, status, severity

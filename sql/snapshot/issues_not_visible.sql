@@ -2,7 +2,7 @@
 -- project was removed). They are in no open count; this says how many are set aside and why. Every reason is
 -- present at 0 so a dashboard and an alert see the first one.
 WITH reasons AS (
-    SELECT * FROM (VALUES ('unverified'), ('target_removed'), ('project_removed')) AS v(reason)
+    SELECT unnest(CAST($hidden_reasons AS VARCHAR[])) AS reason  -- pipelines/core/vocabulary.py's
     UNION SELECT DISTINCT hidden_reason FROM issues WHERE workspace_id = $workspace_id AND hidden_reason IS NOT NULL
 ),
 counts AS (

@@ -1,24 +1,27 @@
 -- Project x severity lifecycle counters of the part's workspace, from issue_events (severity as it was at the
 -- event). Every cell of the grid is present, zeros included, so increase() sees the first event of a project.
--- "fixed" accepts both an explicit fixed event and a status change to fixed.
+-- Fixed, reopened and dismissed are status changes as `issue_transitions` reads them (`status_moves` decides
+-- what each means: leaving `fixed` is a regression, whichever event recorded it).
 WITH events AS (
-    SELECT project_id, severity, event, to_value
+    SELECT project_id, severity, event, false AS fix, false AS regression, false AS dismissal
     FROM issue_events
+    WHERE workspace_id = $workspace_id AND event IN ('opened', 'severity_changed')
+    UNION ALL
+    SELECT project_id, severity, event, fix, regression, dismissal
+    FROM issue_transitions
     WHERE workspace_id = $workspace_id
 ),
 sevs AS (
-    SELECT severity FROM severities
-    UNION SELECT DISTINCT severity FROM events WHERE severity IS NOT NULL
+    SELECT severity FROM severity_grid WHERE workspace_id = $workspace_id
 ),
 counts AS (
     SELECT
         project_id,
         severity,
         count(*) FILTER (WHERE event = 'opened') AS opened,
-        count(*) FILTER (WHERE event = 'fixed' OR (event = 'status_changed' AND to_value = 'fixed')) AS fixed,
-        count(*) FILTER (WHERE event = 'reopened') AS reopened,
-        count(*) FILTER (WHERE event = 'status_changed' AND to_value IN (SELECT status FROM issue_statuses WHERE dismissed))
-            AS dismissed,
+        count(*) FILTER (WHERE fix) AS fixed,
+        count(*) FILTER (WHERE regression) AS reopened,
+        count(*) FILTER (WHERE dismissal) AS dismissed,
         count(*) FILTER (WHERE event = 'severity_changed') AS severity_changed
     FROM events
     GROUP BY project_id, severity

@@ -25,9 +25,9 @@ SELECT
     epoch(t.last_scan_at) AS last_scan_at,
     d.coverage,
     CASE ls.status WHEN 'failed' THEN 1 WHEN 'done' THEN 0 END AS last_scan_failed
-FROM targets AS t
+FROM target_states AS t
 JOIN project_labels AS l ON l.workspace_id = t.workspace_id AND l.project_id = t.project_id AND l.listed
 LEFT JOIN done AS d ON d.target_id = t.id AND d.n = 1
 LEFT JOIN finished AS ls ON ls.target_id = t.id AND ls.n = 1
-WHERE t.workspace_id = $workspace_id AND t.removed_at IS NULL
+WHERE t.workspace_id = $workspace_id AND t.listed
 ORDER BY t.project_id, t.id;

@@ -1,8 +1,7 @@
 -- Project x severity histogram of the part's time to fix over the `fix_times` sample, in seconds.
 -- buckets[i] is the cumulative count at or below $ttf_buckets[i]; count is the +Inf bucket.
 WITH sevs AS (
-    SELECT severity FROM severities
-    UNION SELECT DISTINCT severity FROM issues WHERE workspace_id = $workspace_id AND severity IS NOT NULL
+    SELECT severity FROM severity_grid WHERE workspace_id = $workspace_id
 ),
 fixed AS (
     SELECT project_id, severity, seconds AS ttf FROM fix_times WHERE workspace_id = $workspace_id

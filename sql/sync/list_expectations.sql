@@ -6,8 +6,8 @@ WITH known_issues AS (
 ), known_scans AS (
     SELECT project_id, count(*) AS n FROM scans WHERE workspace_id = $workspace_id GROUP BY project_id
 ), live_targets AS (
-    SELECT project_id, count(*) AS n FROM targets
-    WHERE workspace_id = $workspace_id AND removed_at IS NULL GROUP BY project_id
+    SELECT project_id, count(*) AS n FROM target_states
+    WHERE workspace_id = $workspace_id AND listed GROUP BY project_id
 )
 SELECT p.id AS project_id,
        greatest(coalesce(p.open_issues, 0), coalesce(ki.n, 0)) AS issues,

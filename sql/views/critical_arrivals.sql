@@ -2,31 +2,30 @@
 -- (SecscanNewCriticalIssue) and the cookbook's `new_critical_issues` both read it.
 --
 -- An arrival is a change that put an issue into "open and critical": seen for the first time open and
--- critical (new), found open again after a fix (reopened), raised to critical from another severity
--- (raised), or a false-positive / accepted-risk mark withdrawn (unmarked: a status `issue_statuses` calls
--- dismissed). Per issue only its latest arrival counts, and only while the issue is open and visible
--- (`open_issues_now`) and critical: a fix, a mark, a lower severity or hiding removes the row. An issue
--- listed again after being set aside returns without an arrival (`visible_again` is not one).
+-- critical (new), found open again after a fix (reopened: a regression, as `status_moves` decides it),
+-- raised to critical from another severity (raised), or a false-positive / accepted-risk mark withdrawn
+-- (unmarked: a status `issue_statuses` calls dismissed). Per issue only its latest arrival counts, and only
+-- while the issue is open and visible (`open_issues_now`) and critical: a fix, a mark, a lower severity or
+-- hiding removes the row. An issue listed again after being set aside returns without an arrival
+-- (`visible_again` is not one).
 --
 -- The backlog of a first deployment is not an arrival: events observed at or before the end of the
 -- workspace's first successful issues sync (`workspace_runs`) are excluded, and with no such sync nothing is an
 -- arrival. Reconstructed history is never in issue_events, and would sit before that baseline anyway.
 CREATE VIEW critical_arrivals AS
 WITH arrival_events AS (
-    SELECT e.workspace_id, e.issue_id, e.observed_at,
-           CASE
-               WHEN e.event = 'opened' THEN 1
-               WHEN e.event = 'reopened' THEN 2
-               WHEN e.event = 'status_changed' THEN 3
-               ELSE 4
-           END AS kind,
-           CASE WHEN e.event = 'severity_changed' THEN e.from_value END AS from_severity
+    SELECT e.workspace_id, e.issue_id, e.observed_at, 1 AS kind, CAST(NULL AS VARCHAR) AS from_severity
     FROM issue_events AS e
-    WHERE (e.event = 'opened' AND e.to_value = 'open' AND e.severity = 'critical')
-       OR (e.event = 'reopened' AND e.to_value = 'open' AND e.severity = 'critical')
-       OR (e.event = 'status_changed' AND e.from_value IN (SELECT status FROM issue_statuses WHERE dismissed)
-           AND e.to_value = 'open' AND e.severity = 'critical')
-       OR (e.event = 'severity_changed' AND e.to_value = 'critical')
+    WHERE e.event = 'opened' AND e.to_value = 'open' AND e.severity = 'critical'
+    UNION ALL
+    -- Back to open after a fix (a regression), or a mark withdrawn: `issue_transitions` says which.
+    SELECT x.workspace_id, x.issue_id, x.observed_at, CASE WHEN x.regression THEN 2 ELSE 3 END, NULL
+    FROM issue_transitions AS x
+    WHERE (x.regression OR x.unmark) AND x.opening AND x.severity = 'critical'
+    UNION ALL
+    SELECT e.workspace_id, e.issue_id, e.observed_at, 4, e.from_value
+    FROM issue_events AS e
+    WHERE e.event = 'severity_changed' AND e.to_value = 'critical'
 ),
 -- Each CTE is read once, so a reader of one workspace reads only that workspace's events.
 ranked AS (

@@ -12,7 +12,7 @@ SELECT
                        coalesce(CAST(t.score AS VARCHAR), '-'), coalesce(t.grade, '-'),
                        coalesce(CAST(t.last_scan_at AS VARCHAR), '-'), coalesce(CAST(t.hidden_issues AS VARCHAR), '-')),
                    ';' ORDER BY t.id)
-            FROM targets AS t WHERE t.project_id = p.id AND t.removed_at IS NULL), '-')
+            FROM target_states AS t WHERE t.project_id = p.id AND t.listed), '-')
     )) AS fingerprint
 FROM projects AS p
-WHERE p.removed_at IS NULL;
+JOIN project_labels AS l ON l.workspace_id = p.workspace_id AND l.project_id = p.id AND l.listed;

@@ -1,11 +1,11 @@
--- Regressions: every time an issue came back after a fix, one row per issue and moment (a `reopened` event,
--- or a status change from `fixed` to `open`; one sync may record both at once), with what the issue is now.
--- The cookbook's `regressions` and the history dashboard's regressions read it.
+-- Regressions: every time an issue came back after a fix, one row per issue and moment, with what the issue
+-- is now. What counts as coming back is `status_moves`' (leaving `fixed`, whichever event recorded it), read
+-- through `issue_transitions`. The cookbook's `regressions` and the history dashboard's regressions read it.
 CREATE VIEW reopenings AS
 WITH moments AS (
     SELECT DISTINCT workspace_id, issue_id, observed_at
-    FROM issue_events
-    WHERE event = 'reopened' OR (event = 'status_changed' AND from_value = 'fixed' AND to_value = 'open')
+    FROM issue_transitions
+    WHERE regression
 )
 SELECT
     m.workspace_id,

@@ -7,6 +7,6 @@ SELECT i.*, p.project AS project_name, t.kind AS target_kind
 FROM issues AS i
 -- Joined on the workspace too, so a reader of one workspace reads that workspace's projects and targets only.
 JOIN project_labels AS p ON p.workspace_id = i.workspace_id AND p.project_id = i.project_id AND p.listed
-LEFT JOIN targets AS t ON t.workspace_id = i.workspace_id AND t.id = i.target_id
+LEFT JOIN target_states AS t ON t.workspace_id = i.workspace_id AND t.id = i.target_id
 WHERE i.hidden_reason IS NULL
-  AND (t.id IS NULL OR t.removed_at IS NULL);
+  AND (t.id IS NULL OR t.listed);
