@@ -119,11 +119,12 @@ def alert_queries() -> list[Query]:
     return found
 
 
-def substitute(expr: str, *, workspace: str = ".*", project_id: str = ".*", rate_interval: str = "1m",
-               interval: str = "15s", range_: str = "1h") -> str:
+def substitute(expr: str, *, workspace: str = ".*", project_id: str = ".*", team: str = ".*",
+               rate_interval: str = "1m", interval: str = "15s", range_: str = "1h") -> str:
     """Replace Grafana's variables; `=` matchers on a regex value become `=~` as an All selection does."""
     out = (expr.replace("$__rate_interval", rate_interval).replace("$__interval", interval)
-           .replace("$__range", range_).replace("$workspace", workspace).replace("$project_id", project_id))
+           .replace("$__range", range_).replace("$workspace", workspace).replace("$project_id", project_id)
+           .replace("$team", team))
     if project_id == ".*":
         out = out.replace('project_id=".*"', 'project_id=~".*"')
     return out
