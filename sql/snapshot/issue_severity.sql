@@ -1,7 +1,8 @@
 -- Project x severity grid of the part's workspace: open now, ever detected, oldest open age, SLA breached and
 -- due soon. Open issues, their ages and SLA states are the `issue_sla` view's (the SLA rule's one home);
 -- "detected" counts every issue ever seen under the severity it was first seen with (`first_severities`),
--- so the counter never moves down when a severity changes.
+-- so the counter never moves down when a severity changes. `sla_days` is the project's SLA profile's
+-- (docs/ownership.md): its own days for the severity, else the default profile's (`sla_policy`).
 WITH sevs AS (
     SELECT s.severity, CAST(p.days AS DOUBLE PRECISION) AS sla_days
     FROM severities AS s LEFT JOIN sla_policy AS p ON p.severity = s.severity
@@ -12,8 +13,11 @@ WITH sevs AS (
       AND i.severity NOT IN (SELECT severity FROM severities)
 ),
 grid AS (
-    SELECT l.workspace_id, l.project_id, l.project, s.severity, s.sla_days
+    SELECT l.workspace_id, l.team, l.project_id, l.project, s.severity,
+           CASE WHEN s.sla_days IS NOT NULL THEN coalesce(CAST(sp.days AS DOUBLE PRECISION), s.sla_days) END AS sla_days
     FROM project_labels AS l CROSS JOIN sevs AS s
+    LEFT JOIN project_owners_now AS o ON o.workspace_id = l.workspace_id AND o.project_id = l.project_id
+    LEFT JOIN sla_profiles AS sp ON sp.profile = o.sla_profile AND sp.severity = s.severity
     WHERE l.workspace_id = $workspace_id AND l.listed
 ),
 open_issues AS (
@@ -35,6 +39,7 @@ detected AS (
 )
 SELECT
     g.workspace_id,
+    g.team,
     g.project_id,
     g.project,
     g.severity,
