@@ -28,10 +28,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipelines.core.alert_routes import RouteError, render
+from pipelines.core.credentials import ConfigError
+from pipelines.core.ownership import OWNERSHIP_VARIABLE, read_ownership
 from pipelines.core.package_files import project_file
 
 DEFAULT_PROMETHEUS_URL = "http://localhost:9090"
-OWNERSHIP_VARIABLE = "SCANWATCH_OWNERSHIP_FILE"
 DATASOURCE = Path("grafana/provisioning/datasources/scanwatch.yml")
 ALERTMANAGER = Path("prometheus/alertmanager.yml")
 # The data source's one `url:` line; Grafana reads the file as it is (it expands $VAR, never a default).
@@ -93,10 +95,6 @@ def contents(prometheus_url: str, ownership: Path | None = None) -> dict[Path, b
         raise ExportError(f"{DATASOURCE} does not hold exactly one url line; reinstall scanwatch")
     out[DATASOURCE] = new.encode("utf-8")
     if ownership is not None:
-        from pipelines.core.alert_routes import RouteError, render
-        from pipelines.core.credentials import ConfigError
-        from pipelines.core.ownership import read_ownership
-
         try:
             owners = read_ownership(ownership)
             text = render(out[ALERTMANAGER].decode("utf-8"), owners.teams, owners.default_team, ownership.name)
