@@ -441,9 +441,13 @@ def _unit(column: str, unit: str) -> dict:
 
 def history() -> dict:
     lay = Layout()
-    workspace = {"name": "workspace", "label": "Workspace", "type": "query", "datasource": PG_DS,
-                 "query": history_sql("workspaces"), "definition": history_sql("workspaces"), "refresh": 1,
-                 "regex": "", "sort": 1, "multi": True, "includeAll": True, "current": {}, "hide": 0, "options": []}
+    def sql_var(name: str, label: str, sql: str) -> dict:
+        return {"name": name, "label": label, "type": "query", "datasource": PG_DS, "query": history_sql(sql),
+                "definition": history_sql(sql), "refresh": 1, "regex": "", "sort": 1, "multi": True,
+                "includeAll": True, "current": {}, "hide": 0, "options": []}
+
+    workspace = sql_var("workspace", "Workspace", "workspaces")
+    team = sql_var("team", "Team", "teams")  # each project's team now, in the chosen workspaces
     lay.row("Now")
     lay.add(sql_count("Open critical", "open_critical", thresholds=RED_AT_1,
                       description="Critical issues open and visible now (open_issues_now)."), 8, 4)
@@ -470,7 +474,7 @@ def history() -> dict:
     dash = dashboard("scanwatch-history", "scanwatch: history (PostgreSQL)",
                      "What the PostgreSQL history holds beyond the metrics: each open critical issue's text, SLA "
                      "breaches, time to fix per project and regressions.",
-                     [datasource_var("grafana-postgresql-datasource"), workspace], lay,
+                     [datasource_var("grafana-postgresql-datasource"), workspace, team], lay,
                      [{"title": "Overview", "type": "link", "url": "/d/scanwatch-overview", "icon": "dashboard",
                        "includeVars": True, "keepTime": True}])
     dash["time"] = {"from": "now-30d", "to": "now"}
