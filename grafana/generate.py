@@ -277,6 +277,10 @@ def overview() -> dict:
     lay.add(stat("Projects used / limit", f"secscan_projects_used{{{WS}}} / secscan_projects_limit{{{WS}}}",
                  "{{workspace}}", unit="percentunit"), 4, 3)
     lay.add(stat("Paused projects", f"secscan_projects_paused{{{WS}}}", "{{workspace}}"), 4, 3)
+    lay.add(stat("Unowned projects", f"secscan_projects_unowned{{{WS}}}", "{{workspace}}",
+                 thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": 1}],
+                 description="Projects no rule of the ownership map claims: their pages take the default route "
+                             "(docs/ownership.md)."), 4, 3)
     lay.add(stat("Pack credits", f"secscan_pack_credits{{{WS}}}", "{{workspace}} {{credit}}"), 4, 3)
     lay.row("Sync health")
     lay.add(stat("Since last successful sync", f"secscan:sync_age_seconds{{{WS}}}", "{{workspace}}", unit="s",

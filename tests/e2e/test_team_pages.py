@@ -124,7 +124,8 @@ def test_each_teams_new_critical_issue_reaches_its_teams_webhook_only(teams):
         assert f", team {team})" in alert["annotations"]["summary"], alert["annotations"]["summary"]
         assert f"team {team};" in alert["annotations"]["description"]
         # The Slack post of the team's receiver went to the team's server too.
-        assert any(p == f"/slack/team-{team}-page" for p, _ in teams.hooks[team].posts)
+        (slack,) = [b["attachments"][0] for p, b in teams.hooks[team].posts if p == f"/slack/team-{team}-page"]
+        assert slack["title"].endswith(f", team {team}"), slack["title"]
     (default,) = teams.pages("default")
     assert default["receiver"] == "secscan-page"
     assert [a["labels"]["issue_id"] for a in default["alerts"]] == [issues["default"]]
