@@ -1,6 +1,6 @@
 -- name: project_owners
--- description: Every project's periods of ownership from the ownership map (docs/ownership.md): its team and SLA
---   profile, the rule that gave them (none: the default team) and since when; the current period has no end.
+-- description: Every project's periods of ownership from the ownership map: team, SLA profile, the rule that gave
+--   them and since when; the current period has no end.
 SELECT
     l.workspace,
     o.team,
