@@ -124,7 +124,7 @@ def owned(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
             tsdb.write_series(conn, tsdb.Plan(None, labels=SCRAPE), tmp / "series.om")
         document = (tmp / "series.om").read_text().removesuffix("# EOF\n")
         backfill = [(s.name, dict(s.labels)) for f in text_string_to_metric_families(document) for s in f.samples]
-        columns, found = execute_read_only(db, sqlfiles.cookbook()["sla_breaches"].sql)
+        columns, found = execute_read_only(db, sqlfiles.cookbook()["sla_breaches"].sql, as_writer=True)
         breaches = [dict(zip(columns, row, strict=True)) for row in found]
         # The map changes while scanwatch runs: the payments project moves to platform (the default profile).
         owners.write_text(MAP.format(pay_team="platform", pay_name=names[pay], web_ids=", ".join(web)))
@@ -172,7 +172,7 @@ def test_every_cookbook_row_about_a_project_or_an_issue_carries_its_team(owned: 
     for name, query in sqlfiles.cookbook().items():
         if name == "project_owners":
             continue  # the history of ownership itself: checked below
-        columns, found = execute_read_only(owned.db, query.sql)
+        columns, found = execute_read_only(owned.db, query.sql, as_writer=True)
         if "team" not in columns:
             assert "project" not in columns, f"{name} has rows about projects and no team column"
             continue
@@ -219,7 +219,7 @@ def test_the_cookbook_counts_sla_breaches_as_the_metrics_do(owned: Owned) -> Non
     assert {(issue_project[r["issue_id"]], r["team"], r["sla_profile"], r["sla_days"]) for r in owned.breaches} == {
         (owned.pay, "payments", "tier1", 1)}
     # After the move the project is on the default profile: nothing breaches, in the cookbook as in /metrics.
-    _, found = execute_read_only(owned.db, sqlfiles.cookbook()["sla_breaches"].sql)
+    _, found = execute_read_only(owned.db, sqlfiles.cookbook()["sla_breaches"].sql, as_writer=True)
     assert found == []
     assert sum(v for n, _, v in owned.moved.samples if n == "secscan_issues_sla_breached") == 0
 
@@ -236,7 +236,7 @@ def test_a_map_change_moves_the_projects_issues_to_the_new_team_from_that_sync(o
     [(others,)] = rows(owned.db, f"SELECT count(*) FROM project_owners WHERE project_id <> '{owned.pay}' "
                                  "AND valid_to IS NOT NULL")
     assert others == 0
-    columns, found = execute_read_only(owned.db, sqlfiles.cookbook()["open_issues_by_project"].sql)
+    columns, found = execute_read_only(owned.db, sqlfiles.cookbook()["open_issues_by_project"].sql, as_writer=True)
     teams = {dict(zip(columns, r, strict=True))["project_id"]: dict(zip(columns, r, strict=True))["team"]
              for r in found}
     assert teams[owned.pay] == "platform"
