@@ -108,9 +108,13 @@ def test_without_a_map_the_shipped_file_is_exported_as_it_is(tmp_path):
 
 
 def test_the_chart_renders_the_same_routes_from_the_same_map(exported, tmp_path):
-    from tests.deploy.test_chart import render
+    import kubernetes_validate
+
+    from tests.deploy.test_chart import K8S_VERSION, render
 
     docs = render({"secret": {"name": "scanwatch"}, "ownership": MAP, "alertmanagerConfig": {"enabled": True}})
+    for doc in docs:
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
     (owners,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-ownership")]
     assert yaml.safe_load(owners["data"]["ownership.yml"]) == MAP  # the runs read the same map
     (am,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-alertmanager")]
