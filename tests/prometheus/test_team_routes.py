@@ -137,3 +137,15 @@ def test_the_chart_refuses_a_team_name_that_cannot_be_a_route():
     with pytest.raises(Exception, match="team"):
         render({"secret": {"name": "scanwatch"}, "alertmanagerConfig": {"enabled": True},
                 "ownership": {"rules": [{"team": "Payments Team", "workspace": "acme"}]}})
+
+
+def test_the_chart_checks_team_names_with_the_maps_own_rule():
+    """Helm cannot import Python: its schema and template spell the map's name rule, and must spell it alike."""
+    import json
+
+    from pipelines.core.ownership import TEAM
+
+    chart = ROOT / "deploy" / "helm" / "scanwatch"
+    schema = json.loads((chart / "values.schema.json").read_text())
+    assert schema["definitions"]["team"]["pattern"] == f"^{TEAM.pattern}$"
+    assert f'regexMatch "^{TEAM.pattern}$"' in (chart / "templates" / "alertmanager-config.yaml").read_text()
