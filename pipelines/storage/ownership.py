@@ -52,12 +52,14 @@ def record_owners(conn: Any, *, workspace_id: str | None, names: Iterable[str | 
             entry[1].append(address)
     owners: dict[str, Owner] = {pid: ownership.owner(names, pid, name, addresses)
                                 for pid, (name, addresses) in projects.items()}
-    current = {pid: (team, profile, rule is None) for pid, team, profile, rule in
-               conn.execute(read_sql("ownership/current.sql"), {"workspace_id": workspace_id}).fetchall()}
-    changed = [(pid, o) for pid, o in sorted(owners.items())
-               if current.get(pid) != (o.team, o.sla_profile, o.rule is None)]
-    if changed:
-        with transaction(conn):
+    with transaction(conn):
+        # In the workspace's turn, as its merges: two runs of one workspace at once never both open a period.
+        conn.engine.lock_workspace(conn, workspace_id)
+        current = {pid: (team, profile, rule is None) for pid, team, profile, rule in
+                   conn.execute(read_sql("ownership/current.sql"), {"workspace_id": workspace_id}).fetchall()}
+        changed = [(pid, o) for pid, o in sorted(owners.items())
+                   if current.get(pid) != (o.team, o.sla_profile, o.rule is None)]
+        if changed:
             execute_file(conn, "ownership/record.sql", {
                 "workspace_id": workspace_id, "now": now.astimezone(UTC).isoformat(),
                 "project_ids": [pid for pid, _ in changed], "teams": [o.team for _, o in changed],
