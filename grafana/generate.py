@@ -166,9 +166,11 @@ def query_var(name: str, label: str, query: str, *, multi: bool, include_all: bo
 
 
 def team_var() -> dict:
-    """The teams of the chosen workspaces' projects (docs/ownership.md), several at once or All."""
-    return query_var("team", "Team", f"label_values(secscan_project_score{{{WS}}}, team)", multi=True,
-                     include_all=True)
+    """The teams of the chosen workspaces' projects (docs/ownership.md), several at once or All; a project not
+    scanned yet has no score but is listed (paused or not), so its team is offered too."""
+    return query_var("team", "Team",
+                     f'label_values({{__name__=~"secscan_project_score|secscan_project_paused",{WS}}}, team)',
+                     multi=True, include_all=True)
 
 
 def dashboard(uid: str, title: str, description: str, variables: list[dict], layout: Layout,
