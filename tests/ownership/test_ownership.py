@@ -248,3 +248,24 @@ def test_one_more_label_never_more_series(owned: Owned) -> None:
     before = Counter(name for name, _, _ in _project_samples(owned.first))
     after = Counter(name for name, _, _ in _project_samples(owned.moved))
     assert before == after and sum(before.values()) > 1000
+
+
+def test_a_map_broken_while_scanwatch_runs_changes_no_owner_and_says_why(owned: Owned, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scheduled run whose map was broken meanwhile: its snapshot step keeps the owners recorded and logs one
+    warning per problem (`scanwatch sync` refuses such a map before it starts)."""
+    from pipelines.storage.workspaces import current_workspace
+    from pipelines.sync.snapshot import refresh_snapshot
+
+    broken = tmp_path / "ownership.yml"
+    broken.write_text("rules:\n  - team: Payments\n    project: shop\n  - team: web\n")
+    monkeypatch.setenv("SCANWATCH_OWNERSHIP_FILE", str(broken))
+    before = rows(owned.db, "SELECT project_id, team, valid_to FROM project_owners ORDER BY project_id, valid_from")
+    with connect(owned.db) as conn:
+        part = refresh_snapshot(conn, workspace_id=current_workspace(conn, "acme"), label="acme", workspace="acme",
+                                path=tmp_path / "metrics.json")
+    assert len(part.warnings) == 2, part.warnings
+    assert all(w.startswith(f"the ownership map was not applied, the owners recorded stay: {broken}: rules[")
+               for w in part.warnings), part.warnings
+    assert rows(owned.db, "SELECT project_id, team, valid_to FROM project_owners ORDER BY project_id, "
+                          "valid_from") == before
