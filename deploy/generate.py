@@ -1,7 +1,7 @@
 """Copies the rules and dashboards into the Helm chart, which can read only files inside itself (a dev-only
 script, standard library only).
 
-prometheus/rules and grafana/dashboards stay the one home of each rule and dashboard; the chart's
+prometheus/ and grafana/dashboards stay the one home of each rule, route and dashboard; the chart's
 `files/` holds generated copies that its PrometheusRule and ConfigMaps read. Edit the originals, run
 `python deploy/generate.py`, commit the output; the suite fails when the copies are stale (`--check`),
 and a file left in `files/` whose original is gone counts as stale too.
@@ -14,7 +14,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ROOT / "deploy" / "helm" / "scanwatch" / "files"
-SOURCES = {"rules": (ROOT / "prometheus" / "rules", "*.yml"), "dashboards": (ROOT / "grafana" / "dashboards", "*.json")}
+SOURCES = {"rules": (ROOT / "prometheus" / "rules", "*.yml"), "dashboards": (ROOT / "grafana" / "dashboards", "*.json"),
+           # The Alertmanager file, the team route (prometheus/routes/team.yml) and the templates: the chart's
+           # alertmanager-config.yaml builds the same per-team routes as `scanwatch config export` from them.
+           "alertmanager": (ROOT / "prometheus", "alertmanager.yml"),
+           "routes": (ROOT / "prometheus" / "routes", "*.yml"),
+           "templates": (ROOT / "prometheus" / "templates", "*.tmpl")}
 
 
 def outputs() -> dict[Path, bytes]:

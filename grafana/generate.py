@@ -21,6 +21,10 @@ RULES = HERE.parent / "prometheus" / "rules" / "secscan-alerts.yml"
 DS = {"type": "prometheus", "uid": "${datasource}"}
 DATASOURCE_UID = "scanwatch-prometheus"
 WS = 'workspace=~"$workspace"'
+# The project's team (docs/ownership.md). Every panel about projects or issues follows the `team` variable; its
+# All is `.*`, which a series without `team` (an exporter without the ownership map) matches too.
+TEAM = 'team=~"$team"'
+WT = f"{WS},{TEAM}"
 PID = 'project_id="$project_id"'
 
 
@@ -161,6 +165,14 @@ def query_var(name: str, label: str, query: str, *, multi: bool, include_all: bo
             "allValue": ".*" if include_all else None, "current": {}, "hide": hide, "options": []}
 
 
+def team_var() -> dict:
+    """The teams of the chosen workspaces' projects (docs/ownership.md), several at once or All; a project not
+    scanned yet has no score but is listed (paused or not), so its team is offered too."""
+    return query_var("team", "Team",
+                     f'label_values({{__name__=~"secscan_project_score|secscan_project_paused",{WS}}}, team)',
+                     multi=True, include_all=True)
+
+
 def dashboard(uid: str, title: str, description: str, variables: list[dict], layout: Layout,
               links: list[dict]) -> dict:
     return importable({
@@ -171,22 +183,23 @@ def dashboard(uid: str, title: str, description: str, variables: list[dict], lay
     })
 
 
-WORKSPACE_COLUMNS = (  # (ref, header, expression per workspace, unit)
-    ("A", "open critical", 'sum by (workspace) (secscan:issues_open:sum{%s,severity="critical"})', "short"),
-    ("B", "open", "sum by (workspace) (secscan:issues_open:sum{%s})", "short"),
-    ("C", "SLA breached", "sum by (workspace) (secscan:issues_sla_breached:sum{%s})", "short"),
-    ("D", "lowest score", "min by (workspace) (secscan_project_score{%s})", "none"),
-    ("E", "quota used (max)", "max by (workspace) (secscan:quota_used:ratio{%s})", "percentunit"),
-    ("F", "sync ok", "min by (workspace) (secscan_pipeline_last_run_success{%s})", "short"),
-    ("G", "since last success", "secscan:sync_age_seconds{%s}", "s"),
+WORKSPACE_COLUMNS = (  # (ref, header, expression per workspace, unit): the projects' columns follow the team
+    ("A", "open critical", f'sum by (workspace) (secscan:issues_open:sum{{{WT},severity="critical"}})', "short"),
+    ("B", "open", f"sum by (workspace) (secscan:issues_open:sum{{{WT}}})", "short"),
+    ("C", "SLA breached", f"sum by (workspace) (secscan:issues_sla_breached:sum{{{WT}}})", "short"),
+    ("D", "lowest score", f"min by (workspace) (secscan_project_score{{{WT}}})", "none"),
+    ("E", "quota used (max)", f"max by (workspace) (secscan:quota_used:ratio{{{WS}}})", "percentunit"),
+    ("F", "sync ok", f"min by (workspace) (secscan_pipeline_last_run_success{{{WS}}})", "short"),
+    ("G", "since last success", f"secscan:sync_age_seconds{{{WS}}}", "s"),
 )
 
 
 def workspaces_table() -> dict:
     """One row per followed workspace: its posture and whether scanwatch keeps it fresh."""
-    targets = [target(expr % WS, "", ref, instant=True, table=True) for ref, _, expr, _ in WORKSPACE_COLUMNS]
+    targets = [target(expr, "", ref, instant=True, table=True) for ref, _, expr, _ in WORKSPACE_COLUMNS]
     p = table("Workspaces: posture and sync health", targets, description=(
-        "One row per workspace. 'sync ok' is 0 when the last run of one of its assets failed (a revoked key, a "
+        "One row per workspace; open issues, breaches and scores count the projects of the chosen teams. "
+        "'sync ok' is 0 when the last run of one of its assets failed (a revoked key, a "
         "lapsed plan): that workspace alone is stale, the others are synced as usual."))
     p["transformations"].append({"id": "organize", "options": {"renameByName": {
         f"Value #{ref}": header for ref, header, _, _ in WORKSPACE_COLUMNS}}})
@@ -201,48 +214,50 @@ def overview() -> dict:
     lay.row("Workspaces")
     lay.add(workspaces_table(), 24, 6)
     lay.row("Posture")
-    lay.add(stat("Open critical", f'sum(secscan:issues_open:sum{{{WS},severity="critical"}})', thresholds=RED_AT_1),
+    lay.add(stat("Open critical", f'sum(secscan:issues_open:sum{{{WT},severity="critical"}})', thresholds=RED_AT_1),
             4, 4)
-    lay.add(stat("Open high", f'sum(secscan:issues_open:sum{{{WS},severity="high"}})',
+    lay.add(stat("Open high", f'sum(secscan:issues_open:sum{{{WT},severity="high"}})',
                  thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": 1}]), 4, 4)
-    lay.add(stat("SLA breached", f"sum(secscan:issues_sla_breached:sum{{{WS}}})", thresholds=RED_AT_1,
+    lay.add(stat("SLA breached", f"sum(secscan:issues_sla_breached:sum{{{WT}}})", thresholds=RED_AT_1,
                  description="Open issues older than their severity's SLA (secscan_sla_seconds)."), 4, 4)
-    lay.add(stat("SLA due soon", f"sum(secscan:issues_sla_due_soon:sum{{{WS}}})",
+    lay.add(stat("SLA due soon", f"sum(secscan:issues_sla_due_soon:sum{{{WT}}})",
                  thresholds=[{"color": "green", "value": None}, {"color": "yellow", "value": 1}],
                  description="Open issues in the last quarter of their SLA window: act before the breach."), 4, 4)
-    lay.add(stat("Hidden issues (unverified sites)", f"sum(secscan_target_hidden_issues{{{WS}}})",
+    lay.add(stat("Hidden issues (unverified sites)", f"sum(secscan_target_hidden_issues{{{WT}}})",
                  description="Issues the service hides until the site's ownership is proved."), 4, 4)
-    lay.add(stat("Lowest project score", f"min(secscan_project_score{{{WS}}})",
+    lay.add(stat("Lowest project score", f"min(secscan_project_score{{{WT}}})",
                  thresholds=[{"color": "red", "value": None}, {"color": "orange", "value": 50},
                              {"color": "green", "value": 80}]), 4, 4)
     lay.add(table("New critical issues (paging)", [
-        target(f"secscan_critical_issue_new{{{WS}}}", "", "A", instant=True, table=True)],
+        target(f"secscan_critical_issue_new{{{WT}}}", "", "A", instant=True, table=True)],
         description="Critical issues that became open and critical since the first sync, within the critical SLA "
                     "window, still open: one SecscanNewCriticalIssue alert each. The location shows the latest "
                     "analysed commit."), 24, 6)
-    lay.add(series("Project scores", [target(f"secscan_project_score{{{WS}}}", "{{project}} ({{workspace}})")],
-                   unit="none"), 12, 8)
-    lay.add(series("Open issues by severity", [target(f"sum by (severity) (secscan:issues_open:sum{{{WS}}})",
+    lay.add(series("Project scores", [
+        target(f"secscan_project_score{{{WT}}}", "{{project}} ({{workspace}}, {{team}})")], unit="none"), 12, 8)
+    lay.add(series("Open issues by severity", [target(f"sum by (severity) (secscan:issues_open:sum{{{WT}}})",
                                                       "{{severity}}")], stack=True, overrides=SEVERITY_COLORS),
             12, 8)
     lay.add(series("New against fixed", [
-        target(f"sum(increase(secscan_issues_opened_total{{{WS}}}[$__rate_interval]))"
-               f" + sum(increase(secscan_issues_reopened_total{{{WS}}}[$__rate_interval]))", "new", "A"),
-        target(f"-sum(increase(secscan_issues_fixed_total{{{WS}}}[$__rate_interval]))", "fixed", "B"),
+        target(f"sum(increase(secscan_issues_opened_total{{{WT}}}[$__rate_interval]))"
+               f" + sum(increase(secscan_issues_reopened_total{{{WT}}}[$__rate_interval]))", "new", "A"),
+        target(f"-sum(increase(secscan_issues_fixed_total{{{WT}}}[$__rate_interval]))", "fixed", "B"),
     ], bars=True, description="Issues opened or reopened (up) against issues fixed (down), per interval."), 12, 8)
     lay.add(series("New and fixed per day, by severity", [
         target(f"sum by (severity) (secscan:issues_opened:increase1d{{{WS}}})", "new {{severity}}", "A"),
         target(f"sum by (severity) (secscan:issues_fixed:increase1d{{{WS}}})", "fixed {{severity}}", "B"),
-    ]), 12, 8)
-    lay.add(bargauge("Open issues by family", f"sum by (family) (secscan_issues_open_by_family{{{WS}}}) > 0",
+    ], description="Every team of the chosen workspaces: these per-day series are kept per workspace, which "
+                   "lets `scanwatch backfill-prometheus` write their past (the panel beside it follows the team)."),
+        12, 8)
+    lay.add(bargauge("Open issues by family", f"sum by (family) (secscan_issues_open_by_family{{{WT}}}) > 0",
                      "{{family}}"), 8, 8)
     lay.add(table("Time to fix by severity", [
-        target(f"secscan:issue_time_to_fix_seconds:p50{{{WS}}}", "", "A", instant=True, table=True),
-        target(f"secscan:issue_time_to_fix_seconds:p90{{{WS}}}", "", "B", instant=True, table=True),
-        target(f"secscan:issue_time_to_fix_seconds:mean{{{WS}}}", "", "C", instant=True, table=True),
+        target(f"secscan:issue_time_to_fix_seconds:p50{{{WT}}}", "", "A", instant=True, table=True),
+        target(f"secscan:issue_time_to_fix_seconds:p90{{{WT}}}", "", "B", instant=True, table=True),
+        target(f"secscan:issue_time_to_fix_seconds:mean{{{WT}}}", "", "C", instant=True, table=True),
     ], unit="s", description="Median, 90th percentile and mean time from first seen to fixed."), 8, 8)
     lay.add(table("Oldest open issue by severity", [
-        target(f"max by (workspace, severity) (secscan_issues_oldest_open_age_seconds{{{WS}}})", "", "A",
+        target(f"max by (workspace, team, severity) (secscan_issues_oldest_open_age_seconds{{{WT}}})", "", "A",
                instant=True, table=True)], unit="s"), 8, 8)
     lay.row("Quotas and plan")
     lay.add(bargauge("Quota used", f"secscan:quota_used:ratio{{{WS}}}", "{{workspace}} {{quota}}",
@@ -264,6 +279,10 @@ def overview() -> dict:
     lay.add(stat("Projects used / limit", f"secscan_projects_used{{{WS}}} / secscan_projects_limit{{{WS}}}",
                  "{{workspace}}", unit="percentunit"), 4, 3)
     lay.add(stat("Paused projects", f"secscan_projects_paused{{{WS}}}", "{{workspace}}"), 4, 3)
+    lay.add(stat("Unowned projects", f"secscan_projects_unowned{{{WS}}}", "{{workspace}}",
+                 thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": 1}],
+                 description="Projects no rule of the ownership map claims: their pages take the default route "
+                             "(docs/ownership.md)."), 4, 3)
     lay.add(stat("Pack credits", f"secscan_pack_credits{{{WS}}}", "{{workspace}} {{credit}}"), 4, 3)
     lay.row("Sync health")
     lay.add(stat("Since last successful sync", f"secscan:sync_age_seconds{{{WS}}}", "{{workspace}}", unit="s",
@@ -293,7 +312,7 @@ def overview() -> dict:
     variables = [datasource_var(), query_var(
         "workspace", "Workspace",
         'label_values({__name__=~"secscan_pipeline_last_run_success|secscan_project_score"}, workspace)',
-        multi=True, include_all=True)]
+        multi=True, include_all=True), team_var()]
     links = [{"title": "Project drill-down", "type": "link", "url": "/d/scanwatch-project", "icon": "dashboard",
               "includeVars": True, "keepTime": True}]
     return dashboard("scanwatch-overview", "scanwatch: overview",
@@ -310,7 +329,7 @@ PROJECT_REGEX = ('/^(?=.*[{,]\\s*project="(?<text>(?:[^"\\\\]|\\\\.)*)")'
 
 def project() -> dict:
     lay = Layout()
-    sel = f"{WS},{PID}"
+    sel = f"{WT},{PID}"
     lay.row("Project")
     lay.add(stat("Score", f"secscan_project_score{{{sel}}}", unit="none",
                  thresholds=[{"color": "red", "value": None}, {"color": "orange", "value": 50},
@@ -324,7 +343,11 @@ def project() -> dict:
     lay.add(stat("SLA due soon", f"sum(secscan_issues_sla_due_soon{{{sel}}})"), 4, 4)
     lay.add(stat("Paused", f"secscan_project_paused{{{sel}}}",
                  mappings=[{"type": "value", "options": {"0": {"text": "active"}, "1": {"text": "paused",
-                                                                                        "color": "orange"}}}]), 4, 4)
+                                                                                        "color": "orange"}}}]), 2, 4)
+    lay.add(panel("stat", "Team", [target(f"secscan_project_score{{{sel}}}", "{{team}}", instant=True)],
+                  description="The project's owner in the ownership map (docs/ownership.md).",
+                  options={"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                           "textMode": "name", "colorMode": "none", "graphMode": "none"}), 2, 4)
     lay.add(series("Scores over time", [
         target(f"secscan_project_score{{{sel}}}", "project", "A"),
         target(f"secscan_target_score{{{sel}}}", "{{address}} ({{kind}})", "B"),
@@ -374,9 +397,10 @@ def project() -> dict:
         datasource_var(),
         query_var("workspace", "Workspace", "label_values(secscan_plan_info, workspace)", multi=False,
                   include_all=False),
+        team_var(),
         query_var("project_id", "Project",
-                  'query_result(max by (project_id, project) (secscan_project_score{workspace=~"$workspace"}))',
-                  multi=False, include_all=False, regex=PROJECT_REGEX),
+                  f"query_result(max by (project_id, project) (secscan_project_score{{{WT}}}))", multi=False,
+                  include_all=False, regex=PROJECT_REGEX),
     ]
     links = [{"title": "Overview", "type": "link", "url": "/d/scanwatch-overview", "icon": "dashboard",
               "includeVars": True, "keepTime": True}]
@@ -423,9 +447,13 @@ def _unit(column: str, unit: str) -> dict:
 
 def history() -> dict:
     lay = Layout()
-    workspace = {"name": "workspace", "label": "Workspace", "type": "query", "datasource": PG_DS,
-                 "query": history_sql("workspaces"), "definition": history_sql("workspaces"), "refresh": 1,
-                 "regex": "", "sort": 1, "multi": True, "includeAll": True, "current": {}, "hide": 0, "options": []}
+    def sql_var(name: str, label: str, sql: str) -> dict:
+        return {"name": name, "label": label, "type": "query", "datasource": PG_DS, "query": history_sql(sql),
+                "definition": history_sql(sql), "refresh": 1, "regex": "", "sort": 1, "multi": True,
+                "includeAll": True, "current": {}, "hide": 0, "options": []}
+
+    workspace = sql_var("workspace", "Workspace", "workspaces")
+    team = sql_var("team", "Team", "teams")  # each project's team now, in the chosen workspaces
     lay.row("Now")
     lay.add(sql_count("Open critical", "open_critical", thresholds=RED_AT_1,
                       description="Critical issues open and visible now (open_issues_now)."), 8, 4)
@@ -452,7 +480,7 @@ def history() -> dict:
     dash = dashboard("scanwatch-history", "scanwatch: history (PostgreSQL)",
                      "What the PostgreSQL history holds beyond the metrics: each open critical issue's text, SLA "
                      "breaches, time to fix per project and regressions.",
-                     [datasource_var("grafana-postgresql-datasource"), workspace], lay,
+                     [datasource_var("grafana-postgresql-datasource"), workspace, team], lay,
                      [{"title": "Overview", "type": "link", "url": "/d/scanwatch-overview", "icon": "dashboard",
                        "includeVars": True, "keepTime": True}])
     dash["time"] = {"from": "now-30d", "to": "now"}
@@ -460,7 +488,7 @@ def history() -> dict:
 
 
 GRAFANA_NEW_CRITICAL = (
-    'max by (workspace, project_id, project, issue_id, address, title, family, control_id, location, first_seen, '
+    'max by (workspace, team, project_id, project, issue_id, address, title, family, control_id, location, first_seen, '
     'change, from_severity, detected_at) (label_replace(secscan_critical_issue_new, "location", "$1", "location", '
     '"(.*)@[^@]*"))'
 )
@@ -469,6 +497,7 @@ WHAT = ('{{ if eq $labels.change "new" }}new critical issue{{ else if eq $labels
         'open again: its false-positive or accepted-risk mark was withdrawn{{ end }}')
 
 
+IN_TEAM = "{{ with $labels.team }}, team {{ . }}{{ end }}"  # nothing without the label, as the Prometheus rule
 ALERTMANAGER_TEMPLATES = HERE.parent / "prometheus" / "templates" / "secscan.tmpl"
 
 
@@ -532,12 +561,13 @@ def grafana_alert_rules() -> dict:
                 "for": "0s",
                 "labels": dict(rule["labels"]),
                 "annotations": {
-                    "summary": "Critical issue in {{ $labels.project }} ({{ $labels.workspace }}): {{ $labels.title }}",
+                    "summary": "Critical issue in {{ $labels.project }} ({{ $labels.workspace }}" + IN_TEAM
+                               + "): {{ $labels.title }}",
                     "description": (
                         "{{ $labels.title }} ({{ $labels.family }}/{{ $labels.control_id }}) at {{ $labels.address }}"
                         "{{ with $labels.location }}, {{ . }}{{ end }}; project {{ $labels.project }}, workspace "
-                        "{{ $labels.workspace }}; first seen {{ $labels.first_seen }}; " + WHAT + ", detected "
-                        "{{ $labels.detected_at }}; issue {{ $labels.issue_id }}."),
+                        "{{ $labels.workspace }}" + IN_TEAM + "; first seen {{ $labels.first_seen }}; " + WHAT
+                        + ", detected {{ $labels.detected_at }}; issue {{ $labels.issue_id }}."),
                     "what": WHAT,
                     "runbook": rule["annotations"]["runbook"].strip(),
                     "__dashboardUid__": "scanwatch-overview",

@@ -24,6 +24,8 @@ What is left out, column by column, and why (anything not named here is compared
   history holds. The rest of a run's record (workspace, asset, status, error, label) is compared.
 - `scan_request_skips.tick`: the schedule's clock (or a manual run's id).
 - `reconstruction_runs.first_observed_at`: when scanwatch first looked at the workspace (its clock).
+- `project_owners.valid_from` (dropped) and `.valid_to` (compared as `IS NOT NULL`): the syncs that read an
+  ownership map (its clock); whether a period has ended is history.
 
 `workspace_id` is data: it is kept everywhere, so rows filed under the wrong workspace are a difference.
 
@@ -54,6 +56,7 @@ DROPPED: dict[str, frozenset[str]] = {
     "scans_gone": frozenset({"gone_at"}),
     "schema_migrations": frozenset({"applied_at"}),
     "scan_request_skips": frozenset({"tick"}),
+    "project_owners": frozenset({"valid_from"}),
 }
 # Columns compared only as "is it set": scanwatch's clock, whose presence is history.
 PRESENCE: dict[str, frozenset[str]] = {
@@ -61,6 +64,7 @@ PRESENCE: dict[str, frozenset[str]] = {
     "targets": frozenset({"removed_at"}),
     "issues": frozenset({"hidden_at"}),
     "project_sync_state": frozenset({"issues_synced_at", "scans_synced_at", "full_reconcile_at"}),
+    "project_owners": frozenset({"valid_to"}),
 }
 # Rows appended per sync as a sample of the moment: compared as sets.
 SAMPLES = frozenset({"score_snapshots", "quota_snapshots", "ingest_warnings", "scan_request_skips", "sync_runs",

@@ -6,6 +6,10 @@ one should have to look; this writes them into DIR in the layout the README's pr
     DIR/prometheus/prometheus.yml, alertmanager.yml, rules/, templates/, tests/
     DIR/grafana/provisioning/{datasources,dashboards,alerting}/, DIR/grafana/dashboards/
 
+With an ownership map (`--ownership FILE`, or `SCANWATCH_OWNERSHIP_FILE`), DIR/prometheus/alertmanager.yml
+is the shipped file with a route and two receivers per team before the shipped routes
+(`pipelines.core.alert_routes`, docs/ownership.md); without one it is the shipped file as it is.
+
 The folder keeps the checkout's relative paths (Alertmanager's `templates/*.tmpl` beside its config, the
 `promtool test rules` files' `../rules/`), so each file works where it lands. A file already in DIR that
 differs is never replaced silently: the export names it and writes nothing unless told `--overwrite`.
@@ -24,10 +28,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipelines.core.alert_routes import RouteError, render
+from pipelines.core.credentials import ConfigError
+from pipelines.core.ownership import OWNERSHIP_VARIABLE, read_ownership
 from pipelines.core.package_files import project_file
 
 DEFAULT_PROMETHEUS_URL = "http://localhost:9090"
 DATASOURCE = Path("grafana/provisioning/datasources/scanwatch.yml")
+ALERTMANAGER = Path("prometheus/alertmanager.yml")
 # The data source's one `url:` line; Grafana reads the file as it is (it expands $VAR, never a default).
 _URL_LINE = re.compile(r"^(\s*url:\s*)\S+\s*$", re.MULTILINE)
 # What a folder carries besides configuration: dev scripts and notes for the checkout, never provisioned.
@@ -52,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("dir", type=Path, metavar="DIR", help="folder to write into (created if missing)")
     export.add_argument("--prometheus-url", default=DEFAULT_PROMETHEUS_URL, metavar="URL",
                         help=f"the Grafana data source's url (default {DEFAULT_PROMETHEUS_URL})")
+    export.add_argument("--ownership", type=Path, metavar="FILE", default=None,
+                        help=f"the ownership map whose teams get an Alertmanager route each (default: "
+                        f"${OWNERSHIP_VARIABLE}; unset: the shipped routes only)")
     export.add_argument("--overwrite", action="store_true",
                         help="replace files in DIR that differ from this version's (default: stop and name them)")
 
@@ -71,8 +82,9 @@ def package_files() -> dict[Path, Path]:
     return files
 
 
-def contents(prometheus_url: str) -> dict[Path, bytes]:
-    """What each exported file holds: the package's bytes, the data source with the given Prometheus url."""
+def contents(prometheus_url: str, ownership: Path | None = None) -> dict[Path, bytes]:
+    """What each exported file holds: the package's bytes, the data source with the given Prometheus url, the
+    Alertmanager file with a route per team of the ownership map."""
     if not re.fullmatch(r"https?://\S+", prometheus_url):
         raise ExportError(f"--prometheus-url {prometheus_url!r} is not an http(s) URL; give one such as "
                           f"{DEFAULT_PROMETHEUS_URL}")
@@ -82,10 +94,18 @@ def contents(prometheus_url: str) -> dict[Path, bytes]:
     if count != 1:
         raise ExportError(f"{DATASOURCE} does not hold exactly one url line; reinstall scanwatch")
     out[DATASOURCE] = new.encode("utf-8")
+    if ownership is not None:
+        try:
+            owners = read_ownership(ownership)
+            text = render(out[ALERTMANAGER].decode("utf-8"), owners.teams, owners.default_team, ownership.name)
+        except (ConfigError, RouteError) as exc:
+            raise ExportError(f"{exc} (nothing was written)") from None
+        out[ALERTMANAGER] = text.encode("utf-8")
     return out
 
 
-def export(target: Path, *, prometheus_url: str = DEFAULT_PROMETHEUS_URL, overwrite: bool = False) -> Outcome:
+def export(target: Path, *, prometheus_url: str = DEFAULT_PROMETHEUS_URL, overwrite: bool = False,
+           ownership: Path | None = None) -> Outcome:
     """Write every file, or none, and none through a symbolic link.
 
     Everything in the way (a differing file, a file where a folder goes, a link anywhere below DIR on the paths
@@ -94,7 +114,7 @@ def export(target: Path, *, prometheus_url: str = DEFAULT_PROMETHEUS_URL, overwr
     through folder descriptors opened without following links, so a link swapped in meanwhile fails the
     rename rather than redirecting it; a rename replaces the name itself, never what it points to.
     """
-    wanted = contents(prometheus_url)
+    wanted = contents(prometheus_url, ownership)
     if target.exists() and not target.is_dir():
         raise ExportError(f"{target} is a file; give a folder")
     written, unchanged, replaced, blocked, links = [], [], [], [], []
@@ -202,7 +222,9 @@ def _open_folders(root: int, parts: tuple[str, ...]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        outcome = export(args.dir, prometheus_url=args.prometheus_url, overwrite=args.overwrite)
+        ownership = args.ownership or (Path(os.environ[OWNERSHIP_VARIABLE]) if os.environ.get(OWNERSHIP_VARIABLE)
+                                       else None)
+        outcome = export(args.dir, prometheus_url=args.prometheus_url, overwrite=args.overwrite, ownership=ownership)
     except (ExportError, OSError) as exc:
         reason = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror else str(exc)
         print(f"scanwatch config export: {reason}", file=sys.stderr)

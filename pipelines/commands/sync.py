@@ -103,9 +103,13 @@ def run(args: argparse.Namespace) -> int:
         _ = settings.sync_deadline_seconds
         _ = settings.sla_days
         _ = settings.scan_targets
+        ownership = settings.ownership  # a bad map is one line per problem, before anything runs
     except ConfigError as exc:
-        print(f"scanwatch sync: {printable(exc)}", file=sys.stderr)
+        for line in str(exc).splitlines() or [str(exc)]:
+            print(f"scanwatch sync: {printable(line)}", file=sys.stderr)
         return 2
+    for warning in ownership.unaimed([n for n in (ws.name, ws.label) if n] for ws in settings.workspaces):
+        print(f"scanwatch sync: warning: {printable(warning)}", file=sys.stderr)
     with _history_deadline(settings) as cut:
         return _run(args, settings, cut)
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipelines.core.credentials import DEFAULT_WORKSPACE as DEFAULT_WORKSPACE
 
@@ -23,6 +24,9 @@ from pipelines.core.credentials import DEFAULT_WORKSPACE as DEFAULT_WORKSPACE
 from pipelines.core.credentials import ConfigError as ConfigError
 from pipelines.core.credentials import Workspace, check_api_key, check_base_url
 from pipelines.core.history_location import HistoryLocation
+
+if TYPE_CHECKING:
+    from pipelines.core.ownership import Ownership
 
 DEFAULT_DB = "data/scanwatch.duckdb"
 SNAPSHOT_NAME = "scanwatch-metrics.json"
@@ -47,6 +51,8 @@ class Settings:
         self.paths = Paths(db=db, snapshot=Path(self._env.get("SCANWATCH_SNAPSHOT") or beside))
         file = (self._env.get("SCANWATCH_WORKSPACES_FILE") or "").strip()
         self.workspaces_file: Path | None = Path(file) if file else None
+        owners = (self._env.get("SCANWATCH_OWNERSHIP_FILE") or "").strip()
+        self.ownership_file: Path | None = Path(owners) if owners else None
 
     @property
     def snapshot_in_history(self) -> bool:
@@ -193,6 +199,14 @@ class Settings:
             return sla_policy(self._env)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+
+    @property
+    def ownership(self) -> Ownership:
+        """The ownership map of `SCANWATCH_OWNERSHIP_FILE` (docs/ownership.md), read again at each ask so an
+        edited map counts from the next run; no map: every project `unowned`, one SLA policy."""
+        from pipelines.core.ownership import read_ownership
+
+        return read_ownership(self.ownership_file)
 
     @property
     def sync_deadline_seconds(self) -> float:

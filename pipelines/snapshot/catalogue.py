@@ -9,6 +9,8 @@ dashboards and the Grafana alert rule are checked against this list by the test 
 
 Label values are the row's column of the label's name unless `sources` says otherwise. `workspace` is the
 label the views layer gives the workspace (sql/views/workspace_labels.sql); every snapshot row carries it.
+`team` is the project's team now (sql/views/project_owners_now.sql, docs/ownership.md): one more label on
+every project- and issue-level series, never one more series, since a project has one team at a time.
 """
 
 from __future__ import annotations
@@ -24,15 +26,15 @@ Row = Mapping[str, Any]
 Document = dict[str, Any]
 
 WS = ("workspace",)
-PROJECT = ("workspace", "project_id", "project")
+PROJECT = ("workspace", "team", "project_id", "project")
 TARGET = (*PROJECT, "target_id", "address", "kind")
 PIPELINE = ("workspace", "asset")
 # What a page about a new critical issue says. Alert rules keep only the identity (workspace, project_id,
 # issue_id, change, from_severity, detected_at) and read the rest back by issue_id, because a repository
 # issue's location (its commit) moves at every scan and must not make the alert fire again.
-CRITICAL_NEW_LABELS = ("workspace", "project_id", "project", "issue_id", "address", "title", "family", "control_id",
-                       "location", "first_seen", "change", "from_severity", "detected_at")
-CRITICAL_INFO_LABELS = ("workspace", "project_id", "project", "issue_id", "target_id", "control_id", "family",
+CRITICAL_NEW_LABELS = ("workspace", "team", "project_id", "project", "issue_id", "address", "title", "family",
+                       "control_id", "location", "first_seen", "change", "from_severity", "detected_at")
+CRITICAL_INFO_LABELS = ("workspace", "team", "project_id", "project", "issue_id", "target_id", "control_id", "family",
                         "confidence")
 
 # Per workspace, the most open critical issues a snapshot lists for the opt-in `secscan_critical_issue_info`
@@ -110,8 +112,14 @@ def _constant(value: str) -> Callable[[Row], str]:
 
 
 def _sla_seconds(doc: Document, _rows: Sequence[Row], _limit: int) -> Iterable[Row]:
-    for severity, days in (doc.get("sla_days") or {}).items():
-        yield {"severity": severity, "seconds": days * 86400 if days is not None else None}
+    """Every SLA profile's window: `default` (SCANWATCH_SLA_DAYS), then the ownership map's named profiles,
+    a severity a profile leaves out at the default's days."""
+    default = doc.get("sla_days") or {}
+    profiles = {"default": {}, **(doc.get("sla_profiles") or {})}
+    for profile, own in profiles.items():
+        for severity, days in default.items():
+            days = own.get(severity, days)
+            yield {"profile": profile, "severity": severity, "seconds": days * 86400 if days is not None else None}
 
 
 def _features(_doc: Document, rows: Sequence[Row], _limit: int) -> Iterable[Row]:
@@ -164,8 +172,9 @@ def _workspace(name: str, type_: str, help_: str, value: str | Callable[[Row], A
 _EVENTS = " Counted from the history; severity at the event."
 
 SERIES: tuple[Series, ...] = (
-    Series("secscan_sla_seconds", "gauge", "SLA window per severity the snapshot was computed with.", ("severity",),
-           "workspaces", "seconds", rows=_sla_seconds, once=True),
+    Series("secscan_sla_seconds", "gauge", "SLA window per SLA profile and severity the snapshot was computed with "
+           "(profile default: SCANWATCH_SLA_DAYS).", ("profile", "severity"), "workspaces", "seconds",
+           rows=_sla_seconds, once=True),
     Series("secscan_plan", "info", "The workspace's plan and the contract version that answered.",
            ("workspace", "workspace_id", "plan", "service_version"), "workspaces", "",
            sources={"plan": _text("plan"), "service_version": _text("service_version")}),
@@ -184,6 +193,8 @@ SERIES: tuple[Series, ...] = (
     _workspace("secscan_projects_limit", "gauge", "Projects the plan allows.", "projects_limit"),
     _workspace("secscan_projects_used", "gauge", "Projects in use.", "projects_used"),
     _workspace("secscan_projects_paused", "gauge", "Paused projects.", "projects_paused"),
+    _workspace("secscan_projects_unowned", "gauge", "Listed projects no rule of the ownership map claims (their "
+               "team is the default team).", "projects_unowned"),
     Series("secscan_feature_enabled", "gauge", "1 when the plan includes the feature.", (*WS, "feature"),
            "workspaces", "enabled", rows=_features),
     _workspace("secscan_sync_last_success_timestamp_seconds", "gauge", "End of the last successful sync run.",

@@ -69,6 +69,7 @@ def part_name(workspace_id: str | None, label: str | None) -> str:
 class _Build:
     now: datetime
     sla_days: dict[str, int]
+    sla_profiles: dict[str, dict[str, int]]  # the ownership map's named profiles (docs/ownership.md)
     critical_info_limit: int
     critical_new_limit: int
 
@@ -85,6 +86,7 @@ class _Build:
             "generated_at": self.now.astimezone(UTC).isoformat().replace("+00:00", "Z"),
             "generated_at_seconds": self.now.timestamp(),
             "sla_days": self.sla_days,
+            "sla_profiles": self.sla_profiles,
             "ttf_buckets": list(TTF_BUCKETS),
             "critical_info_limit": self.critical_info_limit,
             "critical_new_limit": self.critical_new_limit,
@@ -104,8 +106,11 @@ def _prepare(conn: Connection, now: datetime, sla_days: dict[str, int] | None,
         # run builds a part, and the policy moves only with SCANWATCH_SLA_DAYS).
         if dict(writer.execute(read_sql("reference/sla_policy_in_force.sql")).fetchall()) != dict(sla):
             write_sla_policy(writer, sla)
+    profiles: dict[str, dict[str, int]] = {}
+    for profile, severity, days in conn.execute(read_sql("reference/sla_profiles_in_force.sql")).fetchall():
+        profiles.setdefault(profile, {})[severity] = int(days)
     # The cut of new critical issues is counted from listed rows, so at least one is listed.
-    return _Build(now, sla, max(0, int(critical_info_limit)), max(1, int(critical_new_limit)))
+    return _Build(now, sla, profiles, max(0, int(critical_info_limit)), max(1, int(critical_new_limit)))
 
 
 def _part(cursor: Connection, build: _Build, queries: dict[str, str], workspace_id: str | None,
@@ -170,6 +175,7 @@ class Refreshed:
     location: str  # where the part is (a file, or the history's table), as it may be shown
     bytes: int
     parts: int  # parts written: 1, or every part when the store was empty or a single old file
+    warnings: tuple[str, ...] = ()  # about the ownership map, one line each
 
 
 def store_at(path: Path | None = None, conn: Connection | None = None) -> SnapshotStore:
@@ -182,15 +188,39 @@ def store_at(path: Path | None = None, conn: Connection | None = None) -> Snapsh
     return FileStore(Path(path) if path else found.paths.snapshot, milestone=milestones.reached)
 
 
+def _record_owners(conn: Connection, workspace_id: str | None, workspace: str | None, label: str | None,
+                   now: datetime) -> tuple[str, ...]:
+    """The ownership map (`SCANWATCH_OWNERSHIP_FILE`, read again at each run) applied to the workspace's
+    projects before its part is built, so the part names each project's team from this sync on. A map that
+    became unreadable while scanwatch runs changes nothing: the owners recorded stay, and it is said."""
+    from pipelines.core.credentials import ConfigError
+    from pipelines.core.sqlfiles import read_sql
+    from pipelines.storage.ownership import record_owners
+
+    try:
+        ownership = settings.Settings.load().ownership
+    except ConfigError as exc:
+        return tuple(f"the ownership map was not applied, the owners recorded stay: {line}"
+                     for line in str(exc).splitlines())
+    shown = conn.execute(read_sql("snapshot/part.sql"), {"workspace_id": workspace_id, "label": label}
+                         ).fetchall()[0][0]
+    names = (workspace or (settings.DEFAULT_WORKSPACE if label is None else label), label, shown)
+    with conn.engine.session(conn) as writer:  # its own transactions: a caller's open one stays untouched
+        return tuple(record_owners(writer, workspace_id=workspace_id, names=names, ownership=ownership, now=now))
+
+
 def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str | None,
                      path: Path | None = None, now: datetime | None = None,
                      sla_days: dict[str, int] | None = None, critical_info_limit: int = CRITICAL_INFO_LIMIT,
-                     critical_new_limit: int = CRITICAL_NEW_LIMIT) -> Refreshed:
+                     critical_new_limit: int = CRITICAL_NEW_LIMIT, workspace: str | None = None) -> Refreshed:
     """Rebuild one workspace's part from committed history and replace it atomically. The first write to an
-    empty store, or over a single-file snapshot of an older scanwatch, writes every part of the history."""
+    empty store, or over a single-file snapshot of an older scanwatch, writes every part of the history.
+    `workspace`: its name in the workspaces file, which the ownership map's rules may name (default: `label`)."""
     store = store_at(path, conn)
     name = part_name(workspace_id, label)
-    options: dict[str, Any] = {"now": now or datetime.now(UTC), "sla_days": vocabulary.sla_policy(overrides=sla_days),
+    now = now or datetime.now(UTC)
+    warnings = _record_owners(conn, workspace_id, workspace, label, now)
+    options: dict[str, Any] = {"now": now, "sla_days": vocabulary.sla_policy(overrides=sla_days),
                "critical_info_limit": critical_info_limit, "critical_new_limit": critical_new_limit}
     if store.needs_all():
         parts = build_parts(conn, **options)
@@ -199,13 +229,13 @@ def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str |
         milestones.reached("snapshot.built")
         encoded = {n: encode_snapshot(doc) for n, doc in parts.items()}
         store.replace_all(encoded)
-        return Refreshed(store.location(name), len(encoded[name]), len(encoded))
+        return Refreshed(store.location(name), len(encoded[name]), len(encoded), warnings)
     data = encode_snapshot(build_part(conn, workspace_id=workspace_id, label=label, **options))
     milestones.reached("snapshot.built")
     store.write(name, data)
     if name != part_name(None, label):  # its runs from before the workspace was read were a part of their own
         store.remove(part_name(None, label))
-    return Refreshed(store.location(name), len(data), 1)
+    return Refreshed(store.location(name), len(data), 1, warnings)
 
 
 def refresh_after_failure(db: Path | HistoryLocation | str | None, workspace: str | None) -> str | None:
@@ -220,7 +250,7 @@ def refresh_after_failure(db: Path | HistoryLocation | str | None, workspace: st
         found = settings.Settings.load()
         label = found.workspace(workspace or settings.DEFAULT_WORKSPACE).label
         with writer(found.history if db is None else db, wait_seconds=5) as conn:
-            refresh_snapshot(conn, workspace_id=current_workspace(conn, label), label=label)
+            refresh_snapshot(conn, workspace_id=current_workspace(conn, label), label=label, workspace=workspace)
     except Exception as exc:  # the run's own failure is what the user must see, not this one
         return f"{type(exc).__name__}: {exc}"
     return None

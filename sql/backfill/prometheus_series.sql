@@ -1,6 +1,8 @@
 -- The samples of /metrics' own series at the staged instants, with the labels the exporter gives them: the
 -- workspace's and the project's labels from the views layer (`workspace_labels`, `project_labels`, which the
 -- snapshot reads too), the target's address and kind. Projects the service no longer lists keep their past.
+-- A project's team is the one that owned it at the instant (`project_owner_periods`: before ownership was
+-- first recorded, the first recorded team), so its backfilled and live series are one series.
 -- Quotas are known only from the syncs' quota_snapshots, so they start there.
 -- The recording rules over the lifecycle counters get their past from the same changes: issues first seen,
 -- and found fixed, in the $window_seconds before each instant (the window their rule's increase() spans), per
@@ -68,6 +70,7 @@ samples AS (
 SELECT
     s.source,
     (SELECT workspace FROM workspace_labels WHERE workspace_id = $workspace_id) AS workspace,
+    CASE WHEN s.project_id IS NOT NULL THEN coalesce(o.team, 'unowned') END AS team,
     s.project_id,
     l.project,
     s.target_id,
@@ -79,5 +82,8 @@ SELECT
     s.value
 FROM samples AS s
 LEFT JOIN project_labels AS l ON l.project_id = s.project_id
+LEFT JOIN project_owner_periods AS o
+  ON o.workspace_id = $workspace_id AND o.project_id = s.project_id
+ AND (o.valid_from IS NULL OR s.ts >= o.valid_from) AND (o.valid_to IS NULL OR s.ts < o.valid_to)
 LEFT JOIN targets AS t ON t.id = s.target_id
 ORDER BY s.source, s.ts;

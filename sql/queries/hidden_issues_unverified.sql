@@ -4,6 +4,7 @@
 SELECT
     t.hidden_issues,
     l.workspace,
+    l.team,
     l.project,
     t.address,
     t.kind,

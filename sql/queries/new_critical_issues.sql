@@ -5,6 +5,7 @@ SELECT
     a.change,
     a.from_severity,
     w.workspace,
+    po.team,
     a.project,
     a.address,
     a.title,
@@ -17,4 +18,5 @@ SELECT
 FROM critical_arrivals AS a
 JOIN issues AS i ON i.id = a.issue_id
 LEFT JOIN workspace_labels AS w ON w.workspace_id = a.workspace_id
+LEFT JOIN project_owners_now AS po ON po.workspace_id = a.workspace_id AND po.project_id = a.project_id
 ORDER BY a.arrived_at DESC, a.issue_id;

@@ -4,6 +4,7 @@ SELECT
     i.first_seen_at,
     i.status,
     l.workspace,
+    l.team,
     l.project,
     i.address,
     i.control_id,

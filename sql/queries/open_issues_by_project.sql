@@ -4,7 +4,7 @@
 -- Open issues are `open_issues_now`'s. One column per severity, worst first, as the `severities` table lists
 -- them (pipelines/core/vocabulary.py). Projects with the most of the worst come first.
 WITH listed AS (
-    SELECT l.workspace, l.project_id, l.project, p.score, p.grade
+    SELECT l.workspace, l.team, l.project_id, l.project, p.score, p.grade
     FROM project_labels AS l
     JOIN projects AS p ON p.id = l.project_id
     WHERE l.listed
@@ -29,6 +29,7 @@ per_project AS (
 -- One column per severity, worst first (`scanwatch sql` writes the comment out once per severity).
 SELECT
     o.workspace,
+    o.team,
     o.project,
     o.score,
     o.grade,
@@ -37,5 +38,5 @@ SELECT
     o.project_id
 FROM open_issues AS o
 JOIN per_project AS t ON t.project_id = o.project_id
-GROUP BY o.workspace, o.project, o.score, o.grade, t.total, o.project_id, t.worst_first
+GROUP BY o.workspace, o.team, o.project, o.score, o.grade, t.total, o.project_id, t.worst_first
 ORDER BY t.worst_first DESC, t.total DESC, o.workspace, o.project, o.project_id;

@@ -8,6 +8,7 @@ SELECT
     e.to_value,
     e.severity,
     l.workspace,
+    l.team,
     l.project,
     i.address,
     i.control_id,

@@ -13,6 +13,7 @@ SELECT
     r.last_reopened_at,
     r.status,
     l.workspace,
+    l.team,
     l.project,
     r.address,
     r.control_id,

@@ -11,6 +11,8 @@ SELECT
     s.sla_days,
     CAST(floor((epoch(now()) - s.opened_at) / 86400) AS INTEGER) - s.sla_days AS days_over,
     o.workspace,
+    s.team,
+    s.sla_profile,
     o.project,
     i.address,
     i.control_id,

@@ -10,6 +10,7 @@ open_now AS (
 SELECT
     f.project_id,
     l.workspace,
+    l.team,
     l.project,
     count(*) AS fixed_issues,
     coalesce(max(o.open_issues), 0) AS open_issues,
@@ -18,5 +19,5 @@ SELECT
 FROM fixed AS f
 LEFT JOIN project_labels AS l ON l.project_id = f.project_id
 LEFT JOIN open_now AS o ON o.project_id = f.project_id
-GROUP BY f.project_id, l.workspace, l.project
+GROUP BY f.project_id, l.workspace, l.team, l.project
 ORDER BY mean_days DESC, l.workspace, l.project, f.project_id;

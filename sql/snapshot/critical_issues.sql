@@ -2,16 +2,18 @@
 -- never the title, evidence or location, so the opt-in info series can name an issue without leaking its
 -- content.
 SELECT
-    workspace_id,
-    project_id,
-    project_name AS project,
-    id AS issue_id,
-    target_id,
-    control_id,
-    family,
-    confidence,
-    epoch(coalesce(first_seen_at, first_observed_at)) AS first_seen_at
-FROM open_issues_now
-WHERE workspace_id = $workspace_id AND severity = 'critical'
-ORDER BY coalesce(first_seen_at, first_observed_at) DESC, id
+    i.workspace_id,
+    o.team,
+    i.project_id,
+    i.project_name AS project,
+    i.id AS issue_id,
+    i.target_id,
+    i.control_id,
+    i.family,
+    i.confidence,
+    epoch(coalesce(i.first_seen_at, i.first_observed_at)) AS first_seen_at
+FROM open_issues_now AS i
+LEFT JOIN project_owners_now AS o ON o.workspace_id = i.workspace_id AND o.project_id = i.project_id
+WHERE i.workspace_id = $workspace_id AND i.severity = 'critical'
+ORDER BY coalesce(i.first_seen_at, i.first_observed_at) DESC, i.id
 LIMIT $critical_limit;

@@ -10,7 +10,7 @@ counts AS (
     WHERE workspace_id = $workspace_id
     GROUP BY project_id, family
 )
-SELECT l.workspace_id, l.project_id, l.project, f.family, coalesce(c.n, 0) AS open
+SELECT l.workspace_id, l.team, l.project_id, l.project, f.family, coalesce(c.n, 0) AS open
 FROM project_labels AS l
 CROSS JOIN families AS f
 LEFT JOIN counts AS c ON c.project_id = l.project_id AND c.family = f.family

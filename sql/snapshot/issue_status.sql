@@ -15,7 +15,7 @@ sevs AS (
 counts AS (
     SELECT project_id, status, severity, count(*) AS n FROM visible GROUP BY project_id, status, severity
 )
-SELECT l.workspace_id, l.project_id, l.project, s.status, v.severity, coalesce(c.n, 0) AS issues
+SELECT l.workspace_id, l.team, l.project_id, l.project, s.status, v.severity, coalesce(c.n, 0) AS issues
 FROM project_labels AS l
 CROSS JOIN statuses AS s
 CROSS JOIN sevs AS v

@@ -26,7 +26,7 @@ counts AS (
     FROM events
     GROUP BY project_id, severity
 )
-SELECT l.workspace_id, l.project_id, l.project, s.severity,
+SELECT l.workspace_id, l.team, l.project_id, l.project, s.severity,
        coalesce(c.opened, 0) AS opened,
        coalesce(c.fixed, 0) AS fixed,
        coalesce(c.reopened, 0) AS reopened,

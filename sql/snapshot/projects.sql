@@ -1,6 +1,7 @@
 -- The part's current projects (those the service still lists).
 SELECT
     p.workspace_id,
+    l.team,
     p.id AS project_id,
     l.project,
     p.score,

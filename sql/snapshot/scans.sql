@@ -18,7 +18,7 @@ counts AS (
       AND id NOT IN (SELECT scan_id FROM scans_gone)  -- a queued scan that vanished is pending no more
     GROUP BY project_id, kind, status
 )
-SELECT l.workspace_id, l.project_id, l.project, k.kind, s.status, s.finished,
+SELECT l.workspace_id, l.team, l.project_id, l.project, k.kind, s.status, s.finished,
        coalesce(c.n, 0) AS scans,
        coalesce(c.audit_fallback, 0) AS audit_fallback
 FROM project_labels AS l

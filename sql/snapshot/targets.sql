@@ -13,6 +13,7 @@ done AS (
 )
 SELECT
     t.workspace_id,
+    l.team,
     t.project_id,
     l.project,
     t.id AS target_id,

@@ -10,7 +10,7 @@ bounds AS (
     SELECT unnest(CAST($ttf_buckets AS DOUBLE PRECISION[])) AS le
 ),
 cells AS (
-    SELECT l.workspace_id, l.project_id, l.project, s.severity
+    SELECT l.workspace_id, l.team, l.project_id, l.project, s.severity
     FROM project_labels AS l CROSS JOIN sevs AS s
     WHERE l.workspace_id = $workspace_id AND l.listed
 ),
@@ -44,7 +44,7 @@ totals AS (
     FROM cells AS c LEFT JOIN fixed AS f ON f.project_id = c.project_id AND f.severity = c.severity
     GROUP BY c.project_id, c.severity
 )
-SELECT c.workspace_id, c.project_id, c.project, c.severity,
+SELECT c.workspace_id, c.team, c.project_id, c.project, c.severity,
        bl.buckets,
        t.n AS count,
        t.total AS sum

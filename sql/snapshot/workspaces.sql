@@ -1,4 +1,5 @@
--- The part's workspace: plan, access, period, credits, project counts, and pipeline freshness.
+-- The part's workspace: plan, access, period, credits, project counts (with the listed projects no rule of
+-- the ownership map claims), and pipeline freshness.
 -- last_success is the end of the last sync run in which no asset failed (a run where the account read
 -- but the issues failed is not a successful sync), counting the runs recorded before the account was read
 -- under the followed name alone.
@@ -26,6 +27,8 @@ SELECT
     a.projects_limit,
     a.projects_used,
     a.projects_paused,
+    (SELECT count(*) FROM project_owners_now AS o
+     WHERE o.workspace_id = $workspace_id AND o.listed AND o.rule IS NULL) AS projects_unowned,
     a.addresses_per_project,
     CAST(a.features AS VARCHAR) AS features,
     a.service_version,

@@ -162,7 +162,8 @@ def test_a_loop_is_caught():
     # settings reads the workspaces file and the history's location, which both stand on credentials: the added
     # import closes the loop
     assert cycles(sources) == [["pipelines.core.credentials", "pipelines.core.history_location",
-                                "pipelines.core.settings", "pipelines.core.workspaces_file"]]
+                                "pipelines.core.ownership", "pipelines.core.settings",
+                                "pipelines.core.workspaces_file"]]
 
 
 def folder_pairs(sources: dict[str, str]) -> list[tuple[str, str]]:

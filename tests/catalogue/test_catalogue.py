@@ -107,7 +107,7 @@ def _readme_rows() -> dict[str, tuple[str, set[str]]]:
     abbreviations = {}
     for name, labels in re.findall(r"`(\w)` = (`[^`]*`(?: \+ `[^`]*`)?)", section):
         abbreviations[name] = labels
-    project = {"workspace", "project_id", "project"}
+    project = {"workspace", "team", "project_id", "project"}
     expand = {"P": project, "T": project | {"target_id", "address", "kind"}}
     rows = {}
     for line in section.splitlines():

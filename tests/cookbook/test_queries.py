@@ -25,6 +25,7 @@ EXPECTED_QUERIES = {
     "new_critical_this_week",
     "new_critical_issues",
     "noisiest_controls",
+    "project_owners",
     "project_score_history",
     "target_score_history",
     "quota_burn",

@@ -51,10 +51,11 @@ def test_a_cookbook_name_runs_as_a_table(history_db: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == [
-        "workspace", "project", "score", "grade", "critical", "high", "medium", "low", "info", "total", "project_id",
+        "workspace", "team", "project", "score", "grade", "critical", "high", "medium", "low", "info", "total",
+        "project_id",
     ]
     assert set(lines[1]) <= {"-", " "}
-    assert lines[2].split() == ["Acme", "Corp", "shop", "70", "C", "1", "2", "0", "0", "0", "3", "p1"]
+    assert lines[2].split() == ["Acme", "Corp", "unowned", "shop", "70", "C", "1", "2", "0", "0", "0", "3", "p1"]
     assert lines[-1] == "(3 rows)"
 
 

@@ -13,7 +13,7 @@ from pipelines.commands import config_export
 def _run(target: Path, capsys) -> tuple[int, str, str]:
     capsys.readouterr()
     code = config_export.run(argparse.Namespace(dir=target, prometheus_url=config_export.DEFAULT_PROMETHEUS_URL,
-                                                overwrite=False))
+                                                overwrite=False, ownership=None))
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -112,13 +112,15 @@ def write_alertmanager_config(path: Path, webhook_url: str) -> None:
     }))
 
 
-def write_shipped_alertmanager_config(path: Path, webhook_base: str) -> None:
-    """`prometheus/alertmanager.yml` as shipped (routes, grouping, inhibition, templates), with every receiver
+def write_shipped_alertmanager_config(path: Path, webhook_base: str, source: Path | None = None) -> None:
+    """`prometheus/alertmanager.yml` as shipped (or `source`, an exported one: routes, grouping, inhibition,
+    templates), with every receiver
     pointed at the test's webhook (webhook URLs at /<receiver>, Slack at /slack/<receiver>), e-mail left out
     (no SMTP server here; its template is rendered by amtool instead) and the route timers cut to seconds."""
-    config = yaml.safe_load((ROOT / "prometheus" / "alertmanager.yml").read_text())
+    source = source or ROOT / "prometheus" / "alertmanager.yml"
+    config = yaml.safe_load(source.read_text())
     config["global"]["slack_api_url"] = f"{webhook_base}/slack/default"
-    config["templates"] = [str(ROOT / "prometheus" / t) for t in config["templates"]]
+    config["templates"] = [str(source.parent / t) for t in config["templates"]]
 
     def shorten(route: dict) -> None:
         for key in ("group_wait", "group_interval"):
@@ -208,9 +210,11 @@ class LiveStack:
 
 @contextmanager
 def running_stack(stack: LiveStack, *, shipped_routes: bool, exporter_args: tuple[str, ...] = (),
-                  keep_firing_for: str | None = None) -> Iterator[LiveStack]:
-    """Sync once, then start the exporter, Alertmanager (the shipped routes and templates, or one route to the
-    webhook) and Prometheus; yield once Prometheus scrapes the exporter; stop everything whatever happens."""
+                  keep_firing_for: str | None = None,
+                  alertmanager_config: Callable[[Path], None] | None = None) -> Iterator[LiveStack]:
+    """Sync once, then start the exporter, Alertmanager (the shipped routes and templates, one route to the
+    webhook, or the file `alertmanager_config` writes at the path it is given) and Prometheus; yield once
+    Prometheus scrapes the exporter; stop everything whatever happens."""
     from tests.prometheus.tools import ALERTMANAGER_NAMES, free_port, require
 
     prometheus, alertmanager = require("prometheus"), require(*ALERTMANAGER_NAMES)
@@ -220,7 +224,9 @@ def running_stack(stack: LiveStack, *, shipped_routes: bool, exporter_args: tupl
         exp_port, am_port, prom_port = free_port(), free_port(), free_port()
         stack.start("exporter", [sys.executable, "-m", "pipelines.cli", "exporter", "--listen-address", "127.0.0.1",
                                  "--port", str(exp_port), *exporter_args], stack.env)
-        if shipped_routes:
+        if alertmanager_config is not None:
+            alertmanager_config(tmp / "alertmanager.yml")
+        elif shipped_routes:
             write_shipped_alertmanager_config(tmp / "alertmanager.yml", stack.webhook.url.rsplit("/", 1)[0])
         else:
             write_alertmanager_config(tmp / "alertmanager.yml", stack.webhook.url)

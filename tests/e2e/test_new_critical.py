@@ -166,7 +166,8 @@ def test_one_sync_pages_a_new_a_reopened_and_a_raised_critical_issue_with_what_e
     (slack,) = poll("the Slack message", lambda: [
         b["attachments"][0] for p, b in pager.webhook.posts
         if p == "/slack/secscan-page" and all(t in b["attachments"][0]["text"] for t in titles)])
-    assert slack["title"] == f"3 new critical issues in {workspace}"
+    # Without an ownership map every project is the default team's, which the page names.
+    assert slack["title"] == f"3 new critical issues in {workspace}, team unowned"
     assert all(a["labels"]["issue_id"] in slack["text"] for a in message["alerts"])
 
 

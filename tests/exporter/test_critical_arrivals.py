@@ -210,7 +210,7 @@ def test_the_list_is_capped_per_workspace_newest_first_and_the_rest_is_counted(t
     series = [s for s in samples if s.name == "secscan_critical_issue_new"]
     assert {s.labels["issue_id"] for s in series} == {"a2", "a1", "b0"} and {s.value for s in series} == {1.0}
     a2 = next(s.labels for s in series if s.labels["issue_id"] == "a2")
-    assert a2 == {"workspace": "Acme", "project_id": "ws-1-p1", "project": "Shop", "issue_id": "a2",
+    assert a2 == {"workspace": "Acme", "team": "unowned", "project_id": "ws-1-p1", "project": "Shop", "issue_id": "a2",
                   "address": "acme/shop", "title": "SQL injection", "family": "code", "control_id": "code.sqli",
                   "location": "src/a.py:3@c1", "first_seen": "2026-11-01T10:17:00Z", "change": "new",
                   "from_severity": "", "detected_at": "2026-11-01T10:17:00Z"}

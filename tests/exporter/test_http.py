@@ -109,7 +109,7 @@ def test_name_filter_is_the_librarys(exporter):
     resp = exporter.get("/metrics?name[]=secscan_project_score&name[]=secscan_snapshot_readable")
     assert resp.status_code == 200
     assert sorted(names(resp.text)) == ["secscan_project_score", "secscan_snapshot_readable"]
-    assert 'secscan_project_score{project="Shop",project_id="p1",workspace="Acme"} 72.0' in resp.text
+    assert 'secscan_project_score{project="Shop",project_id="p1",team="unowned",workspace="Acme"} 72.0' in resp.text
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "HEAD"])

@@ -82,12 +82,19 @@ def _rfc3339nano(moment: datetime) -> str:
     return text + (f".{fraction}" if fraction else "") + "Z"
 
 
-def expand_sql(sql: str, *, workspaces: list[str], start: datetime, end: datetime) -> str:
-    """A panel's SQL as Grafana's PostgreSQL data source sends it: the multi-value `$workspace` as a list of
-    quoted literals (the SQL data sources' `interpolateVariable`), then the time macros as its macro engine
-    writes them (pkg/tsdb/grafana-postgresql-datasource/macros.go)."""
-    quoted = ",".join("'" + w.replace("'", "''") + "'" for w in workspaces)
-    sql = sql.replace("$workspace", quoted)
+def expand_sql(sql: str, *, workspaces: list[str], start: datetime, end: datetime,
+               teams: list[str] | None = None) -> str:
+    """A panel's SQL as Grafana's PostgreSQL data source sends it: the multi-value `$workspace` and `$team` as
+    lists of quoted literals (the SQL data sources' `interpolateVariable`), then the time macros as its macro
+    engine writes them (pkg/tsdb/grafana-postgresql-datasource/macros.go)."""
+
+    def quoted(values: list[str]) -> str:
+        return ",".join("'" + v.replace("'", "''") + "'" for v in values)
+
+    sql = sql.replace("$workspace", quoted(workspaces))
+    if "$team" in sql:
+        assert teams is not None, "the SQL reads $team: give the team variable's values"
+        sql = sql.replace("$team", quoted(teams))
 
     def macro(m: re.Match) -> str:
         name, args = m.group(1), [a.strip() for a in m.group(2).split(",")]
@@ -119,11 +126,12 @@ def alert_queries() -> list[Query]:
     return found
 
 
-def substitute(expr: str, *, workspace: str = ".*", project_id: str = ".*", rate_interval: str = "1m",
-               interval: str = "15s", range_: str = "1h") -> str:
+def substitute(expr: str, *, workspace: str = ".*", project_id: str = ".*", team: str = ".*",
+               rate_interval: str = "1m", interval: str = "15s", range_: str = "1h") -> str:
     """Replace Grafana's variables; `=` matchers on a regex value become `=~` as an All selection does."""
     out = (expr.replace("$__rate_interval", rate_interval).replace("$__interval", interval)
-           .replace("$__range", range_).replace("$workspace", workspace).replace("$project_id", project_id))
+           .replace("$__range", range_).replace("$workspace", workspace).replace("$project_id", project_id)
+           .replace("$team", team))
     if project_id == ".*":
         out = out.replace('project_id=".*"', 'project_id=~".*"')
     return out

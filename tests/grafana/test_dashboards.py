@@ -100,6 +100,32 @@ def test_queries_filter_by_their_variables():
             assert "$project_id" in q.expr, q.title
 
 
+def team_series() -> set[str]:
+    """The series that carry `team`: every project- and issue-level family (docs/ownership.md), and each
+    recording rule whose `by` keeps it."""
+    from pipelines.snapshot.catalogue import SERIES
+
+    names = {n for s in SERIES if "project_id" in s.labels for n in s.exposed}
+    return names | {q.title for q in alert_queries() if q.kind == "record" and re.search(r"by \([^)]*\bteam\b", q.expr)}
+
+
+def test_panels_about_projects_and_issues_follow_the_team_variable():
+    """Every dashboard on Prometheus has a multi-value `team` variable with All, and every panel reading a
+    series that carries `team` filters by it. Mutation that fails it: dropping `team=~"$team"` from a panel."""
+    dashboards = load_dashboards()
+    for uid in ("scanwatch-overview", "scanwatch-project"):
+        (team,) = [v for v in dashboards[uid]["templating"]["list"] if v["name"] == "team"]
+        assert team["multi"] and team["includeAll"] and team["allValue"] == ".*", uid
+    with_team = team_series()
+    assert {"secscan_project_score", "secscan_critical_issue_new", "secscan:issues_open:sum"} <= with_team
+    followed = 0
+    for q in dashboard_queries():
+        if q.kind == "panel" and set(METRIC.findall(q.expr)) & with_team:
+            assert 'team=~"$team"' in q.expr, (q.source, q.title, q.expr)
+            followed += 1
+    assert followed > 20
+
+
 def test_every_query_reads_series_the_exporter_or_rules_provide(snapshot_with_arrival, tmp_path):
     path = tmp_path / "m.json"
     write_snapshot(snapshot_with_arrival, path)

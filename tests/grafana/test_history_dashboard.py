@@ -5,7 +5,8 @@ critical one fixed between them. Then each panel's SQL runs as Grafana would sen
 quoted list of the variable's values, `$__timeFilter` expanded as Grafana's macro engine writes it), as the
 role Grafana's data source would use (a member of `scanwatch_views`, which the writer grants SELECT on the
 views and nothing else), and returns the rows the service's own state says (`tests/service_truth.py`, an
-independent walk of the API): never the history's tables read back.
+independent walk of the API): never the history's tables read back. An ownership map gives the project of the
+issue found open again to the team `payments`; every other project is `unowned` (docs/ownership.md).
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ class Synced:
     writer_url: str
     before: service_truth.Truth
     after: service_truth.Truth
+    payments: str  # the project the ownership map gives to `payments`
 
 
 @pytest.fixture(scope="module")
-def synced(pg_server) -> Iterator[Synced]:
+def synced(pg_server, tmp_path_factory) -> Iterator[Synced]:
     password = secrets.token_hex(8)
     pg_server.psql("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'scanwatch_views') THEN "
                    "CREATE ROLE scanwatch_views NOLOGIN; END IF; "
@@ -62,7 +64,24 @@ def synced(pg_server) -> Iterator[Synced]:
         second = backends.sync_history(full_reconcile=True)
         assert second.success, backends.failure(second)
         after = service_truth.walk(sim.base_url, sim.api_key)
-    yield Synced(pg_server.url(name, user=GRAFANA_ROLE, password=password), writer, before, after)
+        payments = _issue_projects(after)[came_back]
+        ownership = tmp_path_factory.mktemp("ownership") / "ownership.yml"
+        ownership.write_text(f"rules:\n  - team: payments\n    project_id: {payments}\n")
+        mp.setenv("SCANWATCH_OWNERSHIP_FILE", str(ownership))
+        _record_owners(writer, sim.workspace_id)
+    yield Synced(pg_server.url(name, user=GRAFANA_ROLE, password=password), writer, before, after, payments)
+
+
+def _record_owners(writer: str, workspace_id: str) -> None:
+    """The sync's metrics snapshot step, which applies the ownership map to the history's projects."""
+    from pipelines.storage.db import connect
+    from pipelines.sync.snapshot import refresh_snapshot
+
+    conn = connect(writer)
+    try:
+        refresh_snapshot(conn, workspace_id=workspace_id, label=None)
+    finally:
+        conn.close()
 
 
 def _as_grafana(url: str, sql: str) -> list[dict[str, Any]]:
@@ -79,17 +98,26 @@ def _panel_sql(title: str) -> str:
     return query.expr
 
 
-def _run(synced: Synced, title: str, *, start: datetime, end: datetime, workspaces: list[str] | None = None
-         ) -> list[dict[str, Any]]:
+def _run(synced: Synced, title: str, *, start: datetime, end: datetime, workspaces: list[str] | None = None,
+         teams: list[str] | None = None) -> list[dict[str, Any]]:
+    """A panel's rows with the variables at All (Grafana's list of every value), or at the values given."""
     if workspaces is None:
         workspaces = [r["workspace"] for r in _as_grafana(synced.grafana_url, _variable_sql())]
+    if teams is None:
+        teams = _teams(synced, workspaces)
     return _as_grafana(synced.grafana_url, expand_sql(_panel_sql(title), workspaces=workspaces, start=start,
-                                                      end=end))
+                                                      end=end, teams=teams))
 
 
-def _variable_sql() -> str:
-    (query,) = [q for q in sql_queries() if q.kind == "variable" and q.title == "workspace"]
+def _variable_sql(name: str = "workspace") -> str:
+    (query,) = [q for q in sql_queries() if q.kind == "variable" and q.title == name]
     return query.expr
+
+
+def _teams(synced: Synced, workspaces: list[str]) -> list[str]:
+    start, end = _window()
+    sql = expand_sql(_variable_sql("team"), workspaces=workspaces, start=start, end=end)
+    return [r["team"] for r in _as_grafana(synced.grafana_url, sql)]
 
 
 def _instant(text: str | None) -> datetime | None:
@@ -212,7 +240,38 @@ def test_every_panel_follows_the_workspace_variable(synced: Synced) -> None:
             continue
         assert "$workspace" in query.expr, query.title
         assert _as_grafana(synced.grafana_url, expand_sql(query.expr, workspaces=["no such workspace"],
-                                                          start=start, end=end)) == [], query.title
+                                                          start=start, end=end, teams=["unowned"])) == [], query.title
+
+
+def _steady(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows without what moves with the clock between two queries (`overdue` is now() minus the deadline)."""
+    return [{k: v for k, v in r.items() if k != "overdue"} for r in rows]
+
+
+def test_the_team_variable_lists_the_teams_of_the_chosen_workspaces(synced: Synced) -> None:
+    workspace = synced.after.account["workspace"]["name"]
+    assert _teams(synced, [workspace]) == ["payments", "unowned"]
+    assert _teams(synced, ["no such workspace"]) == []
+
+
+def test_every_panel_carries_the_team_and_follows_the_team_variable(synced: Synced) -> None:
+    """Each row names its project's team, the one the map gives it; picking a team keeps its rows and only
+    them. Mutation that fails it: a panel's `team IN ($team)` dropped, or its team read from another project."""
+    start, end = _window()
+    names = _project_names(synced.after)
+    titles = sorted({q.title for q in sql_queries() if q.kind == "panel"})
+    payments_rows = 0
+    for title in titles:
+        every = _run(synced, title, start=start, end=end)
+        for row in every:
+            assert row["team"] == ("payments" if row["project"] == names[synced.payments] else "unowned"), (title, row)
+        for team in ("payments", "unowned"):
+            assert _steady(_run(synced, title, start=start, end=end, teams=[team])) == _steady(
+                [r for r in every if r["team"] == team]), (title, team)
+        assert _run(synced, title, start=start, end=end, teams=["no such team"]) == [], title
+        payments_rows += sum(r["team"] == "payments" for r in every)
+    assert payments_rows > 0  # the regression at least is payments'
+
 
 
 def test_the_stats_count_the_rows_of_their_tables(synced: Synced) -> None:

@@ -338,7 +338,7 @@ def test_a_hostile_issue_reaches_slack_email_and_webhook_inert_and_small(hostile
         for value in [*alert["labels"].values(), *alert["annotations"].values()]:
             assert not FORBIDDEN.search(value) and len(value) <= 2048
     assert alert["annotations"]["project"] == "Shop evil line]0;x"
-    assert slack[0]["attachments"][0]["title"] == "1 new critical issue in &lt;!everyone&gt; Acme"
+    assert slack[0]["attachments"][0]["title"] == "1 new critical issue in &lt;!everyone&gt; Acme, team unowned"
     message = email.message_from_string(mail[0])
     html = next(p for p in message.walk() if p.get_content_type() == "text/html").get_payload(decode=True).decode()
     assert "&lt;!channel&gt;" in html and "<!channel>" not in html and "<!everyone>" not in html

@@ -97,6 +97,17 @@ def test_templates_list_every_issue_with_what_it_is(tmp_path):
     assert render("secscan.slack.title", other, tmp_path) == "[FIRING:1] SecscanSyncStale (Acme)"
 
 
+def test_templates_name_the_team_of_a_teams_page(tmp_path):
+    alerts = [issue_alert("i1", "SQL injection", team="payments"), issue_alert("i2", "Open admin", team="payments")]
+    data = {"receiver": "team-payments-page", "status": "firing", "externalURL": "http://am", "alerts": alerts,
+            "groupLabels": {"alertname": "SecscanNewCriticalIssue"}, "commonAnnotations": {},
+            "commonLabels": {"alertname": "SecscanNewCriticalIssue", "workspace": "Acme", "team": "payments"}}
+    assert render("secscan.slack.title", data, tmp_path) == "2 new critical issues in Acme, team payments"
+    assert render("secscan.email.subject", data, tmp_path) == "2 new critical issues in Acme, team payments"
+    assert "project: Shop (workspace Acme, team payments)" in render("secscan.text", data, tmp_path)
+    assert "<td>Shop (Acme, team payments)</td>" in render("secscan.email.html", data, tmp_path)
+
+
 def post_alerts(url: str, alerts: list[dict]) -> None:
     request = urllib.request.Request(f"{url}/api/v2/alerts", data=json.dumps(alerts).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})

@@ -87,3 +87,17 @@ def test_rules_read_only_series_the_exporter_serves(snapshot_with_arrival, tmp_p
         for name in METRIC.findall(rule["expr"]):
             assert name in exported or name in recorded, (rule.get("alert") or rule.get("record"), name)
     assert all(r.startswith("secscan:") for r in recorded)
+
+
+def test_every_alert_about_a_project_keeps_its_team():
+    """An alert naming a project must keep `team`, which Alertmanager routes by (docs/ownership.md): every `by`
+    clause that keeps `project_id` keeps `team` too. Mutation that fails it: `team` dropped from one of them."""
+    about_projects = 0
+    for rule in rules(ALERTS):
+        clauses = re.findall(r"\bby\s*\(([^)]*)\)", rule["expr"])
+        for clause in clauses:
+            labels = {label.strip() for label in clause.split(",")}
+            if "project_id" in labels:
+                assert "team" in labels, (rule["alert"], clause)
+                about_projects += 1
+    assert about_projects >= 6

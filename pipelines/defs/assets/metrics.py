@@ -42,7 +42,9 @@ def metrics_snapshot(
         part = refresh_snapshot(conn, workspace_id=step.workspace_id, label=step.label,
                                 path=Path(config.path) if config.path else None, now=step.now,
                                 sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
-                                critical_new_limit=config.critical_new_limit)
+                                critical_new_limit=config.critical_new_limit, workspace=step.workspace)
+        for warning in part.warnings:
+            context.log.warning(warning)
         rebuilt = reconstruct(conn, now=step.now, only_new=True)
         for result in rebuilt:
             context.log.info("reconstructed the past of %s", result.describe())
