@@ -204,7 +204,7 @@ def _profiles(path: str, raw: Any, problems: list[str]) -> dict[str, dict[str, i
         where = f"{path}: sla_profiles.{shown(name, 40)}"
         if not _is_name(name) or name == DEFAULT_PROFILE:
             problems.append(f"{where}: a profile's name {_name_rule(name)}" if name != DEFAULT_PROFILE else
-                            f"{where}: 'default' is SCANWATCH_SLA_DAYS: give this profile another name")
+                            f"{where}: {DEFAULT_PROFILE!r} is SCANWATCH_SLA_DAYS: give this profile another name")
             continue
         if not isinstance(days, dict) or not days:
             problems.append(f"{where}: expected days per severity, e.g. {{critical: 2, high: 7}}")

@@ -27,8 +27,9 @@ SELECT
     a.projects_limit,
     a.projects_used,
     a.projects_paused,
-    (SELECT count(*) FROM project_owners_now AS o
-     WHERE o.workspace_id = $workspace_id AND o.listed AND o.rule IS NULL) AS projects_unowned,
+    (SELECT count(*) FROM project_labels AS l
+     JOIN project_owners_now AS o ON o.workspace_id = l.workspace_id AND o.project_id = l.project_id
+     WHERE l.workspace_id = $workspace_id AND l.listed AND o.rule IS NULL) AS projects_unowned,
     a.addresses_per_project,
     CAST(a.features AS VARCHAR) AS features,
     a.service_version,

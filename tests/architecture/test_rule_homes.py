@@ -45,7 +45,9 @@ RULES: dict[str, tuple[str, str]] = {
                       r"unnest\(CAST\(\$severities\s+AS\s+VARCHAR\[\]\)\)\s+AS\s+severity\s+UNION",
                       "sql/views/severity_grid.sql"),
     # The followed name of the one workspace of the two variables.
-    "default workspace name": (r"""'default'|(=|==)\s*"default"(?!\w)""", "pipelines/core/credentials.py"),
+    # (The SLA profile of SCANWATCH_SLA_DAYS is also called "default": its own home is `DEFAULT_PROFILE`.)
+    "default workspace name": (r"""'default'|(?<!DEFAULT_PROFILE )(=|==)\s*"default"(?!\w)""",
+                               "pipelines/core/credentials.py"),
     # A metric's name.
     "metric names": (r"""['"]secscan_[a-z_]+['"]""", "pipelines/snapshot/catalogue.py"),
 }

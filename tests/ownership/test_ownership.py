@@ -20,7 +20,6 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporters.server import build_registry
 from pipelines.backfill import tsdb
 from pipelines.core import sqlfiles
 from pipelines.storage.db import connect
@@ -28,6 +27,7 @@ from pipelines.storage.read_only import execute_read_only
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import rows
 from tests.e2e.stack import ROOT
+from tests.helpers import build_registry
 from tests.reliability import forked
 
 pytestmark = pytest.mark.timeout(900)
