@@ -81,14 +81,14 @@ def _get(port: int, headers: dict[str, str]) -> tuple[float, bytes]:
     return time.perf_counter() - started, body
 
 
-def _answered(port: int, headers: dict[str, str], tries: int = 20) -> tuple[bytes, int]:
-    """A body, and how many scrapes the exporter dropped (its exchange deadline) before answering one."""
+def _answered(port: int, headers: dict[str, str], tries: int = 20) -> tuple[bytes | None, int]:
+    """A body (None if none came), and how many scrapes the exporter dropped (its exchange deadline) first."""
     for dropped in range(tries):
         try:
             return _get(port, headers)[1], dropped
         except (OSError, http.client.HTTPException):
             continue
-    raise RuntimeError(f"no answer in {tries} scrapes")
+    return None, tries
 
 
 def _samples(text: str) -> list[str]:
@@ -110,7 +110,7 @@ def _wait_ready(port: int, proc: subprocess.Popen, timeout: float = 600) -> floa
         time.sleep(0.2)
 
 
-def measure(folder: Path, shards: int, scrapes: int, tree: Path) -> dict:
+def measure(folder: Path, shards: int, scrapes: int, tree: Path, tries: int = 20) -> dict:
     """Start `shards` exporters over `folder`, scrape each, and stop them."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_")}, "PYTHONPATH": str(tree)}
     procs = []
@@ -127,10 +127,16 @@ def measure(folder: Path, shards: int, scrapes: int, tree: Path) -> dict:
         for i, (port, proc) in enumerate(procs):
             ready_s = _wait_ready(port, proc)
             started = time.perf_counter()
-            dropped = _answered(port, PROMETHEUS)[1]  # the first scrape may build what later ones reuse
+            first, dropped = _answered(port, PROMETHEUS, tries)  # the first scrape may build what later ones reuse
             first_s = time.perf_counter() - started
+            if first is None:  # every scrape cut at the exchange deadline: nothing to time
+                rows.append({"shard": i, "ready_s": round(ready_s, 1), "answered": False, "scrapes_dropped": dropped,
+                             "peak_rss_mib": round(_rss_kib(proc.pid)[1] / 1024, 1)})
+                print(f"[bench] {shards} shard(s): {rows[-1]}", file=sys.stderr, flush=True)
+                continue
             plain, cut = _answered(port, {"Accept-Encoding": "identity"})
             dropped += cut
+            assert plain is not None
             text = plain.decode()
             lines = _samples(text)
             workspaces |= {line.split('workspace="', 1)[1].split('"', 1)[0] for line in lines
@@ -150,8 +156,8 @@ def measure(folder: Path, shards: int, scrapes: int, tree: Path) -> dict:
                 assert gzip.decompress(body).endswith(b"# EOF\n")
             rss, hwm = _rss_kib(proc.pid)
             ordered = sorted(times) or [float("nan")]
-            rows.append({"shard": i, "ready_s": round(ready_s, 1), "first_scrape_s": round(first_s, 2),
-                         "scrapes_dropped": dropped,
+            rows.append({"shard": i, "ready_s": round(ready_s, 1), "answered": True,
+                         "first_scrape_s": round(first_s, 2), "scrapes_dropped": dropped,
                          "samples": len(lines), "bytes": len(plain), "gzip_bytes": zipped,
                          "p50_ms": round(statistics.median(ordered) * 1000, 1),
                          "p99_ms": round(ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))] * 1000, 1),
@@ -170,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=4, help="small simulator workspaces synced for real")
     parser.add_argument("--shards", default="1,4", help="shard counts to measure, comma-separated")
     parser.add_argument("--scrapes", type=int, default=60)
+    parser.add_argument("--tries", type=int, default=20, help="scrapes dropped before an exporter counts as silent")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the source tree whose exporter is measured")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="scanwatch-bench-shards-") as tmp:
@@ -177,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         stored = replicate(parts, args.workspaces, Path(tmp) / "parts")
         print(f"[bench] {args.workspaces} parts from {len(parts)} real ones, {stored / 2**20:.1f} MiB",
               file=sys.stderr, flush=True)
-        runs = [measure(Path(tmp) / "parts", int(n), args.scrapes, args.tree.resolve())
+        runs = [measure(Path(tmp) / "parts", int(n), args.scrapes, args.tree.resolve(), args.tries)
                 for n in args.shards.split(",")]
     RESULTS.mkdir(parents=True, exist_ok=True)
     result = {"workspaces": args.workspaces, "real_parts": len(parts), "part_bytes": stored, "runs": runs}
@@ -186,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     print("shards | exporter | samples | bytes | gzip bytes | p50 | p99 | CPU per scrape | RSS / peak")
     for run in runs:
         for r in run["exporters"]:
+            if not r.get("answered", True):
+                print(f"{run['shards']} | {r['shard']} | no answer: {r['scrapes_dropped']} scrapes cut at the exchange "
+                      f"deadline | peak RSS {r['peak_rss_mib']} MiB")
+                continue
             print(f"{run['shards']} | {r['shard']} | {r['samples']:,} | {r['bytes']:,} | {r['gzip_bytes']:,} | "
                   f"{r['p50_ms']} ms | {r['p99_ms']} ms | {r['cpu_ms_per_scrape']} ms | {r['rss_mib']} / "
                   f"{r['peak_rss_mib']} MiB")

@@ -12,6 +12,7 @@ in an unforeseen way is logged with its traceback and answered 500 with one line
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -47,14 +48,27 @@ def _probe(collector: SecscanCollector, path: str) -> tuple[str, bytes]:
     return "503 Service Unavailable", f"not ready: {problem}\n".encode()
 
 
-def make_app(collector: SecscanCollector) -> WSGIApp:
+def make_app(collector: SecscanCollector, slow_seconds: float) -> WSGIApp:
+    """`slow_seconds`: an answer to /metrics that takes longer is said once (until one is fast again): a
+    scrape given that long (the server's exchange deadline) was dropped."""
     metrics = make_wsgi_app(registry_of(collector))
+    slow = [False]
+
+    def scrape(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        started = time.monotonic()
+        answer = metrics(environ, start_response)
+        took = time.monotonic() - started
+        if took > slow_seconds and not slow[0]:
+            log.warning("a /metrics answer took %.1f s, more than the %.0f s a scrape is given: it was dropped; "
+                        "split the workspaces across exporters (--shard I/N)", took, slow_seconds)
+        slow[0] = took > slow_seconds
+        return answer
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         try:
             if path in METRICS_PATHS:
-                return metrics(environ, start_response)
+                return scrape(environ, start_response)
             if path in ("/-/healthy", "/-/ready"):
                 status, body = _probe(collector, path)
             else:

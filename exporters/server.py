@@ -126,7 +126,8 @@ def serve(snapshot: Path | SnapshotStore, *, address: str = "0.0.0.0", port: int
     the parts of a snapshot folder (a store given brings its own); `shard` picks the workspaces served."""
     protocol = type("BoundedH11", (_BoundedH11,), {"exchange_seconds": exchange_seconds,
                                                    "max_connections": max_connections})
-    app = WSGIMiddleware(make_app(_collector(snapshot, critical_info_limit, limits, shard)), workers=THREADS)
+    app = WSGIMiddleware(make_app(_collector(snapshot, critical_info_limit, limits, shard), exchange_seconds),
+                         workers=THREADS)
     config = uvicorn.Config(app, http=protocol, lifespan="off", log_config=None, log_level="error",
                             access_log=False, server_header=False,
                             limit_concurrency=max_connections, timeout_keep_alive=KEEP_ALIVE_SECONDS,

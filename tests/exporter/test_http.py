@@ -304,3 +304,19 @@ def test_a_port_in_use_is_one_line(snap_path):
                                 text=True, timeout=60)
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in result.stderr
+
+
+def test_an_answer_slower_than_a_scrape_is_given_is_said_once(snap_path, caplog):
+    from exporters.app import make_app
+    from exporters.collector import SecscanCollector
+    from exporters.source import SnapshotSource
+
+    app = make_app(SecscanCollector(SnapshotSource(snap_path)), slow_seconds=-1.0)  # every answer is "slow"
+    answered = []
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": ""}
+    for _ in range(3):
+        body = b"".join(app(environ, lambda status, headers, exc_info=None: answered.append(status)))
+        assert b"secscan_project_score" in body
+    assert answered == ["200 OK"] * 3
+    said = [r.getMessage() for r in caplog.records if "/metrics answer took" in r.getMessage()]
+    assert len(said) == 1 and "--shard" in said[0]  # once while it stays slow, with what to do
