@@ -20,6 +20,7 @@ import gzip
 import http.client
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -179,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tries", type=int, default=20, help="scrapes dropped before an exporter counts as silent")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the source tree whose exporter is measured")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the exporters (the `finally`) when stopped
     with tempfile.TemporaryDirectory(prefix="scanwatch-bench-shards-") as tmp:
         parts = real_parts(args.seed, Path(tmp) / "sync")
         stored = replicate(parts, args.workspaces, Path(tmp) / "parts")
