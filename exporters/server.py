@@ -83,14 +83,17 @@ class _BoundedH11(H11Protocol):
 class RunningExporter:
     """A started exporter: where it listens, and how to stop it."""
 
-    def __init__(self, server: uvicorn.Server, thread: threading.Thread, sock: socket.socket) -> None:
-        self._server, self._thread = server, thread
+    def __init__(self, server: uvicorn.Server, thread: threading.Thread, sock: socket.socket,
+                 app: WSGIMiddleware) -> None:
+        self._server, self._thread, self._app = server, thread, app
         self.server_address: tuple = sock.getsockname()
         self.server_port: int = self.server_address[1]
 
     def shutdown(self, timeout: float = 15.0) -> None:
         self._server.should_exit = True
         self._thread.join(timeout)
+        # Answers still queued for scrapes that were dropped would each be encoded before the process could end.
+        self._app.executor.shutdown(wait=False, cancel_futures=True)
 
 
 def _collector(snapshot: Path | SnapshotStore, critical_info_limit: int, limits: Limits | None,
@@ -145,4 +148,4 @@ def serve(snapshot: Path | SnapshotStore, *, address: str = "0.0.0.0", port: int
     if not server.started:
         sock.close()
         raise OSError(f"the HTTP server did not start on {address}:{port}")
-    return RunningExporter(server, thread, sock), thread
+    return RunningExporter(server, thread, sock, app), thread
