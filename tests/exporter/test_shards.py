@@ -90,3 +90,18 @@ def test_a_shard_that_is_not_i_of_n_is_one_line(given):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "--shard" in done.stderr and "I/N" in done.stderr, done.stderr
+
+
+def test_a_shard_with_no_workspace_of_its_own_is_ready_once_the_store_has_parts(history_conn, tmp_path):
+    from exporters.collector import SecscanCollector
+    from exporters.source import SnapshotSource
+
+    folder = tmp_path / "snapshot"
+    collectors = [SecscanCollector(SnapshotSource(folder, shard=Shard(i, SHARDS))) for i in range(SHARDS)]
+    assert not any(c.ready() for c in collectors)  # before the first sync: nothing anywhere
+    real = build_parts(history_conn, now=NOW)
+    name = next(iter(real))
+    FileStore(folder).replace_all({name: encode_snapshot(real[name])})
+    owners = [c for c in collectors if c.source.shard.owns(name)]
+    assert len(owners) == 1 and all(c.ready() for c in collectors)
+    assert owners[0].view().parts[name].doc is not None  # the owner's readiness means its part has loaded
