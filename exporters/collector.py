@@ -144,14 +144,14 @@ class SecscanCollector:
         store_problem = getattr(self.source.store, "problem", None)
         return store_problem() if callable(store_problem) else None
 
-    def ready(self) -> bool:
-        """Whether a scrape now serves a loaded snapshot: the readiness probe.
+    def ready(self, view: SnapshotView | None = None) -> bool:
+        """Whether a scrape of `view` (default: the store now) serves a loaded snapshot: the readiness probe.
 
         True once a part of this exporter's share has loaded (or, for a shard whose share is empty, once the
         store lists any part at all), and while it stays so: a later unreadable part keeps its last good copy
         served. Not while the store's poll is stopped or stuck (`problem`): what it serves can no longer be told.
         """
-        view = self.view()
+        view = self.view() if view is None else view
         loaded = any(p.doc is not None for p in view.parts.values()) or (view.listed and not view.parts
                                                                          and view.stored > 0)
         return loaded and self.problem() is None

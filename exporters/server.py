@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from exporters.app import make_app, registry_of
+from exporters.cache import EncodedSnapshot
 from exporters.collector import SecscanCollector
 from exporters.source import Shard, SnapshotSource
 from pipelines.snapshot.format import Limits
@@ -84,13 +85,14 @@ class RunningExporter:
     """A started exporter: where it listens, and how to stop it."""
 
     def __init__(self, server: uvicorn.Server, thread: threading.Thread, sock: socket.socket,
-                 app: WSGIMiddleware) -> None:
-        self._server, self._thread, self._app = server, thread, app
+                 app: WSGIMiddleware, encoded: EncodedSnapshot) -> None:
+        self._server, self._thread, self._app, self._encoded = server, thread, app, encoded
         self.server_address: tuple = sock.getsockname()
         self.server_port: int = self.server_address[1]
 
     def shutdown(self, timeout: float = 15.0) -> None:
         self._server.should_exit = True
+        self._encoded.stop()
         self._thread.join(timeout)
         # Answers still queued for scrapes that were dropped would each be encoded before the process could end.
         self._app.executor.shutdown(wait=False, cancel_futures=True)
@@ -129,8 +131,8 @@ def serve(snapshot: Path | SnapshotStore, *, address: str = "0.0.0.0", port: int
     the parts of a snapshot folder (a store given brings its own); `shard` picks the workspaces served."""
     protocol = type("BoundedH11", (_BoundedH11,), {"exchange_seconds": exchange_seconds,
                                                    "max_connections": max_connections})
-    app = WSGIMiddleware(make_app(_collector(snapshot, critical_info_limit, limits, shard), exchange_seconds),
-                         workers=THREADS)
+    encoded = EncodedSnapshot(_collector(snapshot, critical_info_limit, limits, shard))
+    app = WSGIMiddleware(make_app(encoded, exchange_seconds), workers=THREADS)
     config = uvicorn.Config(app, http=protocol, lifespan="off", log_config=None, log_level="error",
                             access_log=False, server_header=False,
                             limit_concurrency=max_connections, timeout_keep_alive=KEEP_ALIVE_SECONDS,
@@ -148,4 +150,5 @@ def serve(snapshot: Path | SnapshotStore, *, address: str = "0.0.0.0", port: int
     if not server.started:
         sock.close()
         raise OSError(f"the HTTP server did not start on {address}:{port}")
-    return RunningExporter(server, thread, sock, app), thread
+    encoded.start()  # the first encoding, in the background: /-/ready says when it is done
+    return RunningExporter(server, thread, sock, app, encoded), thread

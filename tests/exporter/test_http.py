@@ -308,10 +308,13 @@ def test_a_port_in_use_is_one_line(snap_path):
 
 def test_an_answer_slower_than_a_scrape_is_given_is_said_once(snap_path, caplog):
     from exporters.app import make_app
+    from exporters.cache import EncodedSnapshot
     from exporters.collector import SecscanCollector
     from exporters.source import SnapshotSource
 
-    app = make_app(SecscanCollector(SnapshotSource(snap_path)), slow_seconds=-1.0)  # every answer is "slow"
+    encoded = EncodedSnapshot(SecscanCollector(SnapshotSource(snap_path)))
+    encoded.refresh()  # what the watch thread does first
+    app = make_app(encoded, slow_seconds=-1.0)  # every answer is "slow"
     answered = []
     environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": ""}
     for _ in range(3):
