@@ -4,7 +4,8 @@ part cap saves.
 `python -m benchmarks.part_memory [--sizes 1,4,16] [--cap BYTES]`. For each size, a synthetic part of that
 size (the known history's part with its per-project rows repeated under new project ids, so it is a valid
 part whose series grow with it) is written to a folder, and a fresh process runs the exporter's whole path
-on it (SnapshotSource, the collector, both text formats through Exposition) and reports its peak RSS: once
+on it (SnapshotSource, the collector, both text formats through the library's encoders) and reports its
+peak RSS: once
 with the cap raised above the part (what it costs when read), once with the given cap (default: the
 exporter's, 4 MiB; a part over it is refused before it is read). Prints a table; the figures are the ones in
 docs/exporter.md.
@@ -24,15 +25,18 @@ ROOT = Path(__file__).resolve().parents[1]
 _CHILD = """
 import sys
 from pathlib import Path
+from prometheus_client import generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from exporters.app import registry_of
 from exporters.collector import SecscanCollector
-from exporters.exposition import Exposition
 from pipelines.snapshot.format import Limits
 from exporters.source import SnapshotSource
 cap = int(sys.argv[2])
-exposition = Exposition(SecscanCollector(SnapshotSource(Path(sys.argv[1]), Limits(cap, cap))))
-exposition.body("text/plain", None)
-exposition.body("application/openmetrics-text", "gzip")
-state = exposition.collector.source.get()
+collector = SecscanCollector(SnapshotSource(Path(sys.argv[1]), Limits(cap, cap)))
+registry = registry_of(collector)
+generate_latest(registry)
+generate_openmetrics(registry)
+state = collector.source.get()
 # VmHWM, not ru_maxrss: Linux carries the parent's ru_maxrss across fork and exec
 hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(int(all(p.readable for p in state.parts.values())), hwm // 1024)

@@ -1,100 +1,94 @@
-"""The exporter's ASGI app: /metrics through prometheus-client, /-/healthy and /-/ready for probes, 404 elsewhere.
+"""The exporter's WSGI app: /metrics from the encoded snapshot or prometheus-client's `make_wsgi_app`, and probes.
 
-/-/healthy answers 200 while the process serves and its poll of the snapshot runs (liveness: 503, with the
-reason, when the poll of a PostgreSQL-kept snapshot has stopped or is stuck past its bound); /-/ready answers
-503 until a first snapshot has loaded and 200 after (readiness), so a new pod joins its Service only once
-/metrics carries the workspaces, and 503 again while its poll cannot be trusted. A request that fails in an
-unforeseen way is logged, with its traceback, and answered 500 with one line.
-
-An unfiltered GET of /metrics is answered from the per-snapshot cache (exposition.py) with the library's
-own format negotiation and gzip; everything else on /metrics (filters by `name[]`, OPTIONS, and the 405
-for other methods) is the library's WSGI app as it is. Only a scrape whose answer is already encoded is
-served on the event loop (a fraction of a millisecond, and no hand-off between threads, which on a busy
-machine costs more than the work); any encoding runs in a worker thread, so it never holds up the loop
-that accepts connections and enforces the deadlines.
+A plain GET of /metrics (and /) is answered from the snapshot's bytes encoded once per snapshot change
+(cache.py), in the format `Accept` picks (OpenMetrics or the text format) and gzipped when asked, as the
+library's app answers. Everything else on /metrics is the library's app as it is: `?name[]=` filters,
+OPTIONS answers, other methods 405, a format not encoded yet. Its registry holds the custom collector, read on
+every such request, and the process collector. /-/healthy answers 200 while the process serves and its
+watch and poll of the snapshot run (liveness: 503 with the reason when one has stopped or a PostgreSQL poll is
+stuck past its bound); /-/ready answers 503 until a first snapshot has loaded and been encoded, and 200 after
+(readiness), so a new pod joins its Service only once /metrics carries its workspaces. A request that fails
+in an unforeseen way is logged with its traceback and answered 500 with one line; other paths are 404.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs
 
-from prometheus_client import make_wsgi_app
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.process_collector import ProcessCollector
 
-from exporters.exposition import Exposition
+from exporters.cache import EncodedSnapshot
+from exporters.collector import SecscanCollector
 
 METRICS_PATHS = ("/metrics", "/")
 TEXT = [("Content-Type", "text/plain; charset=utf-8")]
 log = logging.getLogger("scanwatch.exporter")
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
-def _call_wsgi(app: Callable[..., Iterable[bytes]],
-               environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
-    answer: dict[str, Any] = {}
-
-    def start_response(status: str, headers: list[tuple[str, str]], exc_info: object = None) -> None:
-        answer["status"], answer["headers"] = status, headers
-
-    body = b"".join(app(environ, start_response))
-    return answer["status"], answer["headers"], body
+def registry_of(collector: SecscanCollector) -> CollectorRegistry:
+    """What /metrics serves: scanwatch's series and the process metrics. The collector names no families (they
+    depend on the snapshot), so the registry collects it for every `name[]` filter and keeps what matches."""
+    registry = CollectorRegistry(support_collectors_without_names=True)
+    registry.register(collector)
+    ProcessCollector(registry=registry)
+    return registry
 
 
-def _library(exposition: Exposition, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
-    return _call_wsgi(make_wsgi_app(exposition.registry()), environ)
+def _probe(encoded: EncodedSnapshot, path: str) -> tuple[str, bytes]:
+    if path == "/-/healthy":
+        problem = encoded.problem()
+        if problem is None:
+            return "200 OK", b"ok\n"
+        return "503 Service Unavailable", f"unhealthy: {problem}\n".encode()
+    if encoded.ready():
+        return "200 OK", b"ready\n"
+    problem = encoded.problem() or "no metrics snapshot loaded and encoded yet (has a sync run?)"
+    return "503 Service Unavailable", f"not ready: {problem}\n".encode()
 
 
-def make_app(exposition: Exposition) -> ASGIApp:
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
+def make_app(encoded: EncodedSnapshot, slow_seconds: float) -> WSGIApp:
+    """`slow_seconds`: an answer to /metrics that takes longer is said once (until one is fast again): a
+    scrape given that long (the server's exchange deadline) was dropped. A plain scrape waits as long for the
+    first encoding of the snapshot."""
+    metrics = make_wsgi_app(registry_of(encoded.collector))
+    slow = [False]
+
+    def scrape(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        started = time.monotonic()
+        plain = environ.get("REQUEST_METHOD") == "GET" and "name[]" not in parse_qs(environ.get("QUERY_STRING", ""))
+        cached = encoded.answer(environ.get("HTTP_ACCEPT"), environ.get("HTTP_ACCEPT_ENCODING"),
+                                max(slow_seconds, 0.0)) if plain else None
+        if cached is None:
+            answer: Iterable[bytes] = metrics(environ, start_response)
+        else:
+            status, headers, answer = cached
+            start_response(status, headers)
+        took = time.monotonic() - started
+        if took > slow_seconds and not slow[0]:
+            log.warning("a /metrics answer took %.1f s, more than the %.0f s a scrape is given: it was dropped; "
+                        "split the workspaces across exporters (--shard I/N)", took, slow_seconds)
+        slow[0] = took > slow_seconds
+        return answer
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
         try:
-            status, out, body = await _answer(exposition, scope)
+            if path in METRICS_PATHS:
+                return scrape(environ, start_response)
+            if path in ("/-/healthy", "/-/ready"):
+                status, body = _probe(encoded, path)
+            else:
+                status, body = "404 Not Found", b"not found: scanwatch serves /metrics\n"
         except Exception:
-            log.exception("the exporter could not answer %s", scope.get("path", "")[:100])
-            status, out, body = "500 Internal Server Error", TEXT, b"the exporter failed: see its log\n"
-        out = [*out, ("Content-Length", str(len(body)))]
-        await send({"type": "http.response.start", "status": int(status.split(" ", 1)[0]),
-                    "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out]})
-        await send({"type": "http.response.body", "body": body})
+            log.exception("the exporter could not answer %s %s", environ.get("REQUEST_METHOD"), path[:100])
+            status, body = "500 Internal Server Error", b"the exporter failed: see its log\n"
+        start_response(status, TEXT)
+        return [body]
 
     return app
-
-
-async def _answer(exposition: Exposition, scope: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-    query = scope["query_string"].decode("latin-1")
-    if scope["path"] == "/-/healthy":
-        problem = exposition.problem()
-        if problem is None:
-            status, out, body = "200 OK", TEXT, b"ok\n"
-        else:
-            status, out, body = "503 Service Unavailable", TEXT, f"unhealthy: {problem}\n".encode()
-    elif scope["path"] == "/-/ready":
-        ready = await asyncio.to_thread(exposition.ready)  # a first load reads and parses the snapshot
-        status = "200 OK" if ready else "503 Service Unavailable"
-        out = TEXT
-        problem = None if ready else exposition.problem()
-        body = b"ready\n" if ready else f"not ready: {problem}\n".encode() if problem else \
-            b"not ready: no metrics snapshot loaded yet (has a sync run?)\n"
-    elif scope["path"] not in METRICS_PATHS:
-        status, out = "404 Not Found", [("Content-Type", "text/plain; charset=utf-8")]
-        body = b"not found: scanwatch serves /metrics\n"
-    elif scope["method"] == "GET" and "name[]" not in parse_qs(query):
-        accept, encoding = headers.get("accept"), headers.get("accept-encoding")
-        answer = exposition.body(accept, encoding, cached_only=True) or \
-            await asyncio.to_thread(exposition.body, accept, encoding)
-        assert answer is not None  # body() answers None only when asked for a cached part
-        status, out, body = answer
-    else:
-        environ = {"REQUEST_METHOD": scope["method"], "PATH_INFO": scope["path"], "QUERY_STRING": query,
-                   "HTTP_ACCEPT": headers.get("accept", ""),
-                   "HTTP_ACCEPT_ENCODING": headers.get("accept-encoding", "")}
-        status, out, body = await asyncio.to_thread(_library, exposition, environ)
-    return status, out, body

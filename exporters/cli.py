@@ -37,6 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{settings.exporter_max_total_bytes:,}: SCANWATCH_EXPORTER_MAX_TOTAL_BYTES)")
     parser.add_argument("--critical-issue-info", type=int, default=settings.exporter_critical_info, metavar="N",
                         help="opt in to secscan_critical_issue_info for up to N open critical issues (default 0: off)")
+    parser.add_argument("--shard", default=settings.exporter_shard, metavar="I/N",
+                        help="serve only the workspaces whose stable hash falls in shard I of N, so N exporters "
+                             "split them; shard 0 also serves the series of no workspace (default 0/1: all; "
+                             "SCANWATCH_EXPORTER_SHARD)")
 
 
 def _url(scheme: str, bound: tuple[Any, ...]) -> str:
@@ -47,20 +51,27 @@ def _url(scheme: str, bound: tuple[Any, ...]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if bool(args.tls_cert) != bool(args.tls_key):
-        print("scanwatch exporter: --tls-cert and --tls-key go together", file=sys.stderr)
-        return 2
-    if args.max_part_bytes < 1 or args.max_total_bytes < args.max_part_bytes:
-        print("scanwatch exporter: --max-part-bytes must be at least 1 and --max-total-bytes at least as large",
-              file=sys.stderr)
-        return 2
     import logging
 
+    # One line per event on standard error.
+    logging.basicConfig(level=logging.INFO, format="scanwatch exporter: %(message)s", stream=sys.stderr)
+    log = logging.getLogger("scanwatch.exporter")
+    from exporters.source import Shard
+
+    try:
+        shard = Shard.parse(args.shard)
+    except ValueError as exc:
+        log.error("--shard (SCANWATCH_EXPORTER_SHARD): %s", exc)
+        return 2
+    if bool(args.tls_cert) != bool(args.tls_key):
+        log.error("--tls-cert and --tls-key go together")
+        return 2
+    if args.max_part_bytes < 1 or args.max_total_bytes < args.max_part_bytes:
+        log.error("--max-part-bytes must be at least 1 and --max-total-bytes at least as large")
+        return 2
     from pipelines.core.settings import ConfigError, Settings
     from pipelines.snapshot.format import Limits
 
-    # One line per event on standard error, as the exporter's own lines always were.
-    logging.basicConfig(level=logging.WARNING, format="scanwatch exporter: %(message)s", stream=sys.stderr)
     limits = Limits(args.max_part_bytes, args.max_total_bytes)
     settings = Settings.load()
     snapshot: Path | SnapshotStore = args.snapshot or settings.paths.snapshot
@@ -69,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             history = settings.history
         except ConfigError as exc:
-            print(f"scanwatch exporter: {exc}", file=sys.stderr)
+            log.error("%s", exc)
             return 2
         from pipelines.snapshot.database import PolledStore
 
@@ -77,21 +88,17 @@ def run(args: argparse.Namespace) -> int:
         shown = f"{history.masked} (snapshot_parts)"
     from exporters.server import serve
 
-    # A new snapshot is built in a background thread; a short GIL switch interval lets concurrent scrapes
-    # through without waiting out the default 5 ms slices of that work.
-    sys.setswitchinterval(0.0005)
-
     try:
         server, _thread = serve(snapshot, address=args.listen_address, port=args.port, certfile=args.tls_cert,
                                 keyfile=args.tls_key, critical_info_limit=max(0, args.critical_issue_info),
-                                limits=limits)
+                                limits=limits, shard=shard)
     except OSError as exc:  # ssl.SSLError is one too: a certificate or key that does not load
-        reason = exc.strerror or str(exc)
-        print(f"scanwatch exporter: cannot listen on {args.listen_address}:{args.port}: {reason}", file=sys.stderr)
+        log.error("cannot listen on %s:%s: %s", args.listen_address, args.port, exc.strerror or exc)
         return 1
     bound = server.server_address
     url = _url("https" if args.tls_cert else "http", bound)
-    print(f"scanwatch exporter: serving {url} (bound to {bound[0]} port {bound[1]}) from {shown}", flush=True)
+    share = f", shard {shard} of the workspaces" if shard.count > 1 else ""
+    log.info("serving %s (bound to %s port %s) from %s%s", url, bound[0], bound[1], shown, share)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

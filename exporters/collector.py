@@ -1,11 +1,11 @@
 """The exporter's collector: each part's families built once per part, health series on every scrape.
 
 It decides what a scrape serves when a part is new, missing or broken (that part's last good document), per
-workspace. It is an ordinary prometheus-client custom collector: the library's encoders, `name[]` filtering
-and `generate_latest` all go through `collect()`. It has no `describe()` because its families depend on the
-snapshot: a registry with `auto_describe` learns their names from a collection. The HTTP side
-(exposition.py) also asks for the view and the health series separately, to cache each part's encoded
-families.
+workspace. It is an ordinary prometheus-client custom collector, collected on every scrape: the library's
+`make_wsgi_app` encodes it (format negotiation, gzip, `name[]` filtering), and `generate_latest` reads the
+same. It has no `describe()` because its families depend on the snapshot: a registry without auto_describe
+collects it for any `name[]` filter and keeps the matching samples. It also answers the probes (`ready`,
+`problem`), from the same view a scrape serves.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class SnapshotView:
     key: object  # identity of the store this view was taken from (see SnapshotSource.peek)
     listed: bool  # the store could be listed
     errors: int
+    stored: int = 0  # parts in the store, every shard's
     parts: dict[str, PartView] = field(default_factory=dict)
     shared: Families | None = None  # the series served once (the newest part's), never once per workspace
 
@@ -134,10 +135,28 @@ class SecscanCollector:
         with self._lock:
             self._good = {n: g for n, g in self._good.items() if n in parts}
             errors = state.load_errors + self._build_errors
-        served = [p.doc for p in parts.values() if p.doc is not None]
+        served = [p.doc for p in parts.values() if p.doc is not None] if self.source.shard.first else []
         newest = max(served, key=lambda d: num(d.get("generated_at_seconds")) or 0, default=None)
         shared = self._build(newest, "shared", "") if newest is not None else None
-        return SnapshotView(key, state.listed, errors, parts, shared)
+        return SnapshotView(key, state.listed, errors, state.stored, parts, shared)
+
+    def problem(self) -> str | None:
+        """Why the exporter cannot say the truth about its parts now (the store's poll stopped or stuck), or
+        None: the liveness probe's answer."""
+        store_problem = getattr(self.source.store, "problem", None)
+        return store_problem() if callable(store_problem) else None
+
+    def ready(self, view: SnapshotView | None = None) -> bool:
+        """Whether a scrape of `view` (default: the store now) serves a loaded snapshot: the readiness probe.
+
+        True once a part of this exporter's share has loaded (or, for a shard whose share is empty, once the
+        store lists any part at all), and while it stays so: a later unreadable part keeps its last good copy
+        served. Not while the store's poll is stopped or stuck (`problem`): what it serves can no longer be told.
+        """
+        view = self.view() if view is None else view
+        loaded = any(p.doc is not None for p in view.parts.values()) or (view.listed and not view.parts
+                                                                         and view.stored > 0)
+        return loaded and self.problem() is None
 
     def health(self, view: SnapshotView) -> list[Metric]:
         """The series computed on every scrape: readability, load errors, each served part's age."""
@@ -147,8 +166,8 @@ class SecscanCollector:
         readable, generated, age = (BY_NAME[n] for n in ("secscan_snapshot_readable",
                                                          "secscan_snapshot_generated_timestamp_seconds",
                                                          "secscan_snapshot_age_seconds"))
-        if not view.parts:
-            head.gauge(readable.name, readable.help, [], [], 0)
+        if not view.parts and self.source.shard.first and (not view.listed or not view.stored):
+            head.gauge(readable.name, readable.help, [], [], 0)  # no part to read at all: said once, by shard 0
         for part in view.parts.values():
             values = [part.workspace] if labels else []
             head.gauge(readable.name, readable.help, labels, values, 1 if part.healthy and view.listed else 0)

@@ -1,11 +1,13 @@
-"""The HTTP side: the exporter's ASGI app on uvicorn, bounded so no client can wedge it.
+"""The HTTP side: the exporter's WSGI app on uvicorn, in a bounded pool of threads, so no client can wedge it.
 
-The standard library's thread-per-connection server let 3,000 dropped half-requests hold 3,000 threads
-and the exporter went unanswering for half a minute. Here one event loop holds the connections and:
+The standard library's thread-per-connection server (the one prometheus-client's `start_http_server` runs)
+let 3,000 dropped half-requests hold 3,000 threads and the exporter went unanswering for half a minute.
+Here one event loop holds the connections, the app runs in `THREADS` worker threads (a2wsgi), and:
 
 - a request head may be at most MAX_HEAD_BYTES (h11's own limit; larger is a 400);
 - every exchange (head in, body out) has EXCHANGE_SECONDS, Prometheus' default scrape timeout, after
-  which the connection is dropped, so a half-request or a reader that stopped reading cannot stay;
+  which the connection is dropped, so a half-request or a reader that stopped reading cannot stay (uvicorn
+  times out only idle keep-alive connections: `_BoundedH11` adds this);
 - an idle keep-alive connection is closed after KEEP_ALIVE_SECONDS;
 - at MAX_CONNECTIONS the oldest connection with no request in progress is dropped for the new one, so a
   flood of silent connections cannot keep a real scrape out; uvicorn's `limit_concurrency` answers 503
@@ -19,15 +21,16 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
+from a2wsgi import WSGIMiddleware
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from exporters.app import make_app
+from exporters.cache import EncodedSnapshot
 from exporters.collector import SecscanCollector
-from exporters.exposition import Exposition
-from exporters.source import SnapshotSource
+from exporters.source import Shard, SnapshotSource
 from pipelines.snapshot.format import Limits
 from pipelines.snapshot.store import SnapshotStore
 
@@ -35,6 +38,7 @@ MAX_HEAD_BYTES = 8 * 1024
 EXCHANGE_SECONDS = 10.0
 KEEP_ALIVE_SECONDS = 5
 MAX_CONNECTIONS = 64
+THREADS = 4  # scrapes encoded at once (two Prometheus replicas, a probe, a person)
 BACKLOG = 512
 
 
@@ -81,20 +85,22 @@ class RunningExporter:
     """A started exporter: where it listens, and how to stop it."""
 
     def __init__(self, server: uvicorn.Server, thread: threading.Thread, sock: socket.socket,
-                 exposition: Exposition | None = None) -> None:
-        self._server, self._thread, self._exposition = server, thread, exposition
-        self.server_address: tuple[Any, ...] = sock.getsockname()  # (host, port, ...) of the socket's family
+                 app: WSGIMiddleware, encoded: EncodedSnapshot) -> None:
+        self._server, self._thread, self._app, self._encoded = server, thread, app, encoded
+        self.server_address: tuple[Any, ...] = sock.getsockname()
         self.server_port: int = self.server_address[1]
 
     def shutdown(self, timeout: float = 15.0) -> None:
         self._server.should_exit = True
-        if self._exposition is not None:
-            self._exposition.close()
+        self._encoded.stop()
         self._thread.join(timeout)
+        # Answers still queued for scrapes that were dropped would each be encoded before the process could end.
+        self._app.executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _exposition(snapshot: Path | SnapshotStore, critical_info_limit: int, limits: Limits | None = None) -> Exposition:
-    return Exposition(SecscanCollector(SnapshotSource(snapshot, limits), critical_info_limit=critical_info_limit))
+def _collector(snapshot: Path | SnapshotStore, critical_info_limit: int, limits: Limits | None,
+               shard: Shard | None) -> SecscanCollector:
+    return SecscanCollector(SnapshotSource(snapshot, limits, shard), critical_info_limit=critical_info_limit)
 
 
 def _bind(address: str, port: int) -> socket.socket:
@@ -113,14 +119,15 @@ def _bind(address: str, port: int) -> socket.socket:
 
 def serve(snapshot: Path | SnapshotStore, *, address: str = "0.0.0.0", port: int = 9817, certfile: str | None = None,
           keyfile: str | None = None, critical_info_limit: int = 0, exchange_seconds: float = EXCHANGE_SECONDS,
-          max_connections: int = MAX_CONNECTIONS,
-          limits: Limits | None = None) -> tuple[RunningExporter, threading.Thread]:
+          max_connections: int = MAX_CONNECTIONS, limits: Limits | None = None,
+          shard: Shard | None = None) -> tuple[RunningExporter, threading.Thread]:
     """Bind, then serve in a background thread; OSError (or ssl.SSLError) when it cannot start. `limits` bound
-    the parts of a snapshot folder (a store given brings its own)."""
+    the parts of a snapshot folder (a store given brings its own); `shard` picks the workspaces served."""
     protocol = type("BoundedH11", (_BoundedH11,), {"exchange_seconds": exchange_seconds,
                                                    "max_connections": max_connections})
-    exposition = _exposition(snapshot, critical_info_limit, limits)
-    app = make_app(exposition)
+    encoded = EncodedSnapshot(_collector(snapshot, critical_info_limit, limits, shard))
+    # a2wsgi types its app with its own WSGI aliases; make_app is the same callable under the standard's names
+    app = WSGIMiddleware(cast(Any, make_app(encoded, exchange_seconds)), workers=THREADS)
     config = uvicorn.Config(app, http=protocol, lifespan="off", log_config=None, log_level="error",
                             access_log=False, server_header=False,
                             limit_concurrency=max_connections, timeout_keep_alive=KEEP_ALIVE_SECONDS,
@@ -138,5 +145,5 @@ def serve(snapshot: Path | SnapshotStore, *, address: str = "0.0.0.0", port: int
     if not server.started:
         sock.close()
         raise OSError(f"the HTTP server did not start on {address}:{port}")
-    exposition.watch()
-    return RunningExporter(server, thread, sock, exposition), thread
+    encoded.start()  # the first encoding, in the background: /-/ready says when it is done
+    return RunningExporter(server, thread, sock, app, encoded), thread

@@ -12,10 +12,15 @@ parts may serve one label (the part that served it first keeps it). Anything els
 workspace's series, or the same series twice, on the scrape. And it is refused over the store's `Limits`
 (snapshot_format), so that no part, nor all of them together, can take the exporter past its memory limit.
 Every refusal is one line through `logging`, once per stored version of the part, naming the part.
+
+A `Shard` serves a share of the parts: with `--shard I/N`, only the parts whose name (the service's workspace
+id) hashes to I of N are listed, read and held, so N exporters split the workspaces, each holding and
+encoding a Nth of them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -26,6 +31,46 @@ from pipelines.snapshot.format import TABLES, Limits, SnapshotError, over_cap, p
 from pipelines.snapshot.store import WHOLE, FileStore, SnapshotStore
 
 log = logging.getLogger("scanwatch.exporter")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """The share of the workspaces one exporter serves: part names whose stable hash is `index` modulo `count`.
+
+    The hash is of the part's name (a BLAKE2b digest, the same in every process and release), not Python's
+    `hash()`, which is salted per process. Shard 0 also serves what is served once, whoever's it is: the series
+    of no workspace (`Series.once`), and the store's own state when no part can be read at all.
+    """
+
+    index: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise ValueError(f"shard {self.index}/{self.count}: I/N needs 0 <= I < N")
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """`I/N` (ValueError, with the reason, on anything else)."""
+        index, sep, count = text.partition("/")
+        if not sep or not index.strip().isdigit() or not count.strip().isdigit():
+            raise ValueError(f"shard {text[:40]!r}: expected I/N, such as 0/4")
+        return cls(int(index), int(count))
+
+    @property
+    def first(self) -> bool:
+        return self.index == 0
+
+    def owns(self, name: str) -> bool:
+        if self.count == 1:
+            return True
+        if name == WHOLE:  # an older scanwatch's single file holds every workspace: served by one exporter
+            return self.first
+        digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") % self.count == self.index
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 @dataclass(frozen=True)
@@ -44,6 +89,7 @@ class SnapshotState:
     load_errors: int = 0  # failed loads since the exporter started
     loads: int = 0  # successful (re)loads since the exporter started
     key: object = None  # identity of the whole store when this state was taken (see SnapshotSource.peek)
+    stored: int = 0  # parts in the store, every shard's
 
     @property
     def readable(self) -> bool:
@@ -77,8 +123,10 @@ def _not_own(doc: dict[str, Any], name: str, where: str) -> str | None:
 class SnapshotSource:
     """Thread-safe cache of the parsed parts, each keyed by its identity in the store."""
 
-    def __init__(self, store: SnapshotStore | Path | str, limits: Limits | None = None) -> None:
+    def __init__(self, store: SnapshotStore | Path | str, limits: Limits | None = None,
+                 shard: Shard | None = None) -> None:
         self.store = _store(store, limits)
+        self.shard = shard or Shard()
         self.limits = limits or getattr(self.store, "limits", None) or Limits()
         self._lock = threading.Lock()
         self._parts: dict[str, PartState] = {}
@@ -86,20 +134,21 @@ class SnapshotSource:
         self._key: object = None
         self._errors = 0
         self._loads = 0
+        self._stored = 0
         self._failed: set[tuple[str | None, object]] = set()  # (part, why): failures counted (and said) once
         self.last_error: str | None = None
 
     def peek(self) -> object:
         """The store's identity now (a listing, no read): compare with SnapshotState.key to see a change."""
         try:
-            return tuple(sorted(self.store.keys().items()))
+            return tuple(sorted((n, k) for n, k in self.store.keys().items() if self.shard.owns(n)))
         except SnapshotError as exc:
             return ("unreadable", str(exc))
 
     def get(self) -> SnapshotState:
         with self._lock:
             self._refresh()
-            return SnapshotState(dict(self._parts), self._listed, self._errors, self._loads, self._key)
+            return SnapshotState(dict(self._parts), self._listed, self._errors, self._loads, self._key, self._stored)
 
     def _fail(self, key: tuple[str | None, object], message: str) -> None:
         if key not in self._failed:  # count and say each broken or missing part once, not once per scrape
@@ -117,6 +166,8 @@ class SnapshotSource:
             # Each part is read again once the store answers: a server back up holds the same parts.
             self._parts = {n: PartState(n, p.doc, False, None) for n, p in self._parts.items()}
             return
+        self._stored = len(keys)
+        keys = {n: k for n, k in keys.items() if self.shard.owns(n)}
         self._listed, self._key = True, tuple(sorted(keys.items()))
         self._failed = {k for k in self._failed if k[0] is not None}
         parts: dict[str, PartState] = {}

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 from prometheus_client import CollectorRegistry
 
+from exporters.app import registry_of
 from exporters.collector import SecscanCollector
-from exporters.exposition import Exposition
-from exporters.source import SnapshotSource
+from exporters.source import Shard, SnapshotSource
 from pipelines.core import milestones
 from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, CRITICAL_NEW_LIMIT
 from pipelines.snapshot.format import encode_snapshot, merge_documents
@@ -68,7 +68,8 @@ def served(state: SnapshotState) -> dict[str, Any] | None:
     return merge_documents(docs) if docs else None
 
 
-def build_registry(snapshot: Path | SnapshotStore, *, critical_info_limit: int = 0) -> CollectorRegistry:
+def build_registry(snapshot: Path | SnapshotStore, *, critical_info_limit: int = 0,
+                   shard: Shard | None = None) -> CollectorRegistry:
     """The registry the exporter's /metrics serves for `snapshot` (scanwatch's series and the process
     metrics), for `generate_latest`."""
-    return Exposition(SecscanCollector(SnapshotSource(snapshot), critical_info_limit=critical_info_limit)).registry()
+    return registry_of(SecscanCollector(SnapshotSource(snapshot, None, shard), critical_info_limit=critical_info_limit))

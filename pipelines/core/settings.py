@@ -152,6 +152,11 @@ class Settings:
 
         return self._int("SCANWATCH_EXPORTER_MAX_TOTAL_BYTES", EXPORTER_TOTAL_BYTES)
 
+    @property
+    def exporter_shard(self) -> str:
+        """`I/N`: serve only the workspaces of shard I of N (the exporter checks it)."""
+        return self.get("SCANWATCH_EXPORTER_SHARD", "0/1")
+
     @cached_property
     def workspaces(self) -> tuple[Workspace, ...]:
         """Every followed workspace, validated together: one bad entry and none is followed."""

@@ -230,6 +230,8 @@ BAD_VALUES = {
                                                      "/exporter/readinessProbe/path"),
     "more critical issues than the snapshot keeps": ({"exporter": {"criticalIssueInfo": 51}},
                                                       "/exporter/criticalIssueInfo"),
+    "no shard at all": ({"exporter": {"shards": 0}}, "/exporter/shards"),
+    "shards as text": ({"exporter": {"shards": "4"}}, "/exporter/shards"),
 }
 
 
@@ -329,3 +331,31 @@ def test_the_dagster_chart_is_pinned_to_the_images_dagster_and_run_pods_get_reso
         for kind in ("requests", "limits"):
             assert {"memory", "ephemeral-storage"} <= set(resources[kind]), (kind, resources)
     assert "runAsUser" not in text
+
+
+def test_shards_are_one_deployment_each_and_one_scrape_job_covers_them_all():
+    docs = render({**EVERYTHING, "exporter": {"shards": 3, "replicas": 2}})
+    deployments = [d for d in docs if d["kind"] == "Deployment"]
+    assert sorted(d["metadata"]["name"] for d in deployments) == [f"sw-scanwatch-exporter-{i}" for i in range(3)]
+    service, monitor = one(docs, "Service"), one(docs, "ServiceMonitor")
+    budget, policy = one(docs, "PodDisruptionBudget"), one(docs, "NetworkPolicy")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    shards = []
+    for deployment in deployments:
+        kubernetes_validate.validate(deployment, K8S_VERSION, strict=True)
+        pod = deployment["spec"]["template"]["metadata"]["labels"]
+        assert deployment["spec"]["selector"]["matchLabels"].items() <= pod.items()
+        for selector in (service["spec"]["selector"], budget["spec"]["selector"]["matchLabels"],
+                         policy["spec"]["podSelector"]["matchLabels"]):  # every shard's pods behind one Service
+            assert selector.items() <= pod.items()
+        assert deployment["spec"]["replicas"] == 2
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        command = container["command"]
+        shards.append(command[command.index("--shard") + 1])
+        assert pod["scanwatch.io/shard"] == shards[-1].split("/")[0]
+    assert shards == ["0/3", "1/3", "2/3"]
+    selectors = [tuple(sorted(d["spec"]["selector"]["matchLabels"].items())) for d in deployments]
+    assert len(set(selectors)) == 3  # no Deployment adopts another shard's pods
+    (unsharded,) = [d for d in render(ALL_ON) if d["kind"] == "Deployment"]
+    assert unsharded["metadata"]["name"] == "sw-scanwatch-exporter"
+    assert "--shard" not in unsharded["spec"]["template"]["spec"]["containers"][0]["command"]

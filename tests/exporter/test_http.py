@@ -282,7 +282,7 @@ def test_start_line_names_the_port_actually_bound(snap_path):
                             text=True)
     try:
         line = [None]
-        reader = threading.Thread(target=lambda: line.__setitem__(0, proc.stdout.readline()), daemon=True)
+        reader = threading.Thread(target=lambda: line.__setitem__(0, proc.stderr.readline()), daemon=True)
         reader.start()
         reader.join(60)
         found = re.search(r"http://127\.0\.0\.1:(\d+)/metrics", line[0] or "")
@@ -290,8 +290,8 @@ def test_start_line_names_the_port_actually_bound(snap_path):
         assert httpx.get(found.group(0), timeout=20).status_code == 200
     finally:
         proc.terminate()
-        _out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0 and err == "", err
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and out == "" and err == "", (out, err)  # one line per event: the start line only
 
 
 def test_a_port_in_use_is_one_line(snap_path):
@@ -304,3 +304,144 @@ def test_a_port_in_use_is_one_line(snap_path):
                                 text=True, timeout=60)
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in result.stderr
+
+
+def test_an_answer_slower_than_a_scrape_is_given_is_said_once(snap_path, caplog):
+    from exporters.app import make_app
+    from exporters.cache import EncodedSnapshot
+    from exporters.collector import SecscanCollector
+    from exporters.source import SnapshotSource
+
+    encoded = EncodedSnapshot(SecscanCollector(SnapshotSource(snap_path)))
+    encoded.refresh()  # what the watch thread does first
+    app = make_app(encoded, slow_seconds=-1.0)  # every answer is "slow"
+    answered = []
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": ""}
+    for _ in range(3):
+        body = b"".join(app(environ, lambda status, headers, exc_info=None: answered.append(status)))
+        assert b"secscan_project_score" in body
+    assert answered == ["200 OK"] * 3
+    said = [r.getMessage() for r in caplog.records if "/metrics answer took" in r.getMessage()]
+    assert len(said) == 1 and "--shard" in said[0]  # once while it stays slow, with what to do
+
+
+# -- the encoded snapshot: plain scrapes answered from bytes encoded once per snapshot change -------------------
+
+VARIANTS = [({"Accept-Encoding": "identity"}, text_string_to_metric_families),
+            ({"Accept-Encoding": "gzip"}, text_string_to_metric_families),
+            ({"Accept": OPENMETRICS, "Accept-Encoding": "identity"}, openmetrics_families),
+            ({"Accept": OPENMETRICS, "Accept-Encoding": "gzip"}, openmetrics_families)]
+
+
+def _score(text: str, parse) -> float:
+    return next(s.value for f in parse(text) for s in f.samples
+                if s.name == "secscan_project_score" and s.labels.get("project_id") == "p1")
+
+
+def test_a_new_snapshot_is_served_in_every_format_once_it_lands(exporter, snap_path, snapshot):
+    for headers, parse in VARIANTS:
+        assert _score(exporter.get(headers=headers).text, parse) == 72
+    changed = json.loads(json.dumps(snapshot))
+    changed["tables"]["projects"][0]["score"] = 55
+    write_snapshot(changed, snap_path)
+    for headers, parse in VARIANTS:  # each format's bytes were encoded again, none kept from the old snapshot
+        wait_for(lambda h=headers, p=parse: _score(exporter.get(headers=h).text, p) == 55, f"55 served to {headers}")
+    filtered = exporter.get("/metrics?name[]=secscan_project_score")
+    assert names(filtered.text) == ["secscan_project_score"]
+    assert _score(filtered.text, text_string_to_metric_families) == 55
+
+
+def _moving(name: str) -> bool:
+    return name.startswith("process_") or name == "secscan_snapshot_age_seconds"
+
+
+def _families(text: str, parse) -> dict:
+    return {f.name: (f.type, f.documentation, sorted(map(repr, f.samples))) for f in parse(text)
+            if not _moving(f.name)}
+
+
+@pytest.fixture
+def encoded_families(monkeypatch) -> list[set[str]]:
+    """The names of the families each call of the library's two encoders encoded, in call order."""
+    import prometheus_client.exposition as text_format
+    import prometheus_client.openmetrics.exposition as openmetrics
+
+    calls: list[set[str]] = []
+    for module in (text_format, openmetrics):
+        def recorded(registry, *args, _encode=module.generate_latest, **kwargs):
+            calls.append({f.name for f in registry.collect()})
+            return _encode(registry, *args, **kwargs)
+
+        monkeypatch.setattr(module, "generate_latest", recorded)
+    return calls
+
+
+def test_plain_scrapes_serve_the_encoded_snapshot_and_filters_collect_now(snap_path, encoded_families):
+    from prometheus_client import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
+
+    from tests.helpers import build_registry
+
+    running = Exporter(snap_path)
+    try:
+        wait_for(lambda: running.get("/-/ready").status_code == 200, "ready")
+        expected = {parse: encode(build_registry(snap_path)).decode() for encode, parse in
+                    ((generate_latest, text_string_to_metric_families), (openmetrics_latest, openmetrics_families))}
+        scraped = len(encoded_families)
+        for headers, parse in VARIANTS:
+            resp = running.get(headers=headers)
+            assert _families(resp.text, parse) == _families(expected[parse], parse)  # what the library encodes
+            assert {"process_resident_memory_bytes", "secscan_snapshot_age_seconds"} <= set(names(resp.text, parse))
+            if parse is openmetrics_families:
+                assert resp.text.endswith("# EOF\n") and resp.text.count("# EOF") == 1
+        per_scrape = encoded_families[scraped:]
+        assert per_scrape and not any("secscan_project_score" in f for f in per_scrape)  # no snapshot re-encoded
+        assert any("process_resident_memory_bytes" in f for f in per_scrape)  # the self-series are encoded per scrape
+        filtered = running.get("/metrics?name[]=secscan_snapshot_age_seconds", headers={"Accept": OPENMETRICS})
+        assert names(filtered.text, openmetrics_families) == ["secscan_snapshot_age_seconds"]
+        assert encoded_families[-1] == {"secscan_snapshot_age_seconds"}  # the library's app encoded it, now
+    finally:
+        running.close()
+
+
+def test_the_self_series_move_between_scrapes_of_one_encoded_snapshot(exporter):
+    def age(headers: dict, parse) -> float:
+        return next(s.value for f in parse(exporter.get(headers=headers).text) for s in f.samples
+                    if s.name == "secscan_snapshot_age_seconds")
+
+    for headers, parse in VARIANTS:
+        first = age(headers, parse)
+        time.sleep(1.1)
+        assert age(headers, parse) >= first + 1  # computed per scrape, not frozen in the cached bytes
+
+
+def test_ready_and_a_plain_scrape_wait_for_the_first_encoding(snap_path, encoded_families, monkeypatch):
+    import prometheus_client.openmetrics.exposition as openmetrics
+
+    release = threading.Event()
+    encode = openmetrics.generate_latest
+
+    def held(registry, *args, **kwargs):
+        if "secscan_project_score" in {f.name for f in registry.collect()}:
+            release.wait(30)  # the snapshot's first encoding, held
+        return encode(registry, *args, **kwargs)
+
+    monkeypatch.setattr(openmetrics, "generate_latest", held)
+    running = Exporter(snap_path)
+    try:
+        wait_for(lambda: running.get("/metrics?name[]=secscan_snapshot_readable").text.endswith(
+            "secscan_snapshot_readable 1.0\n"), "the part loaded")
+        time.sleep(0.5)
+        assert running.get("/-/ready").status_code == 503  # loaded, not encoded yet
+        answers: list[httpx.Response] = []
+        waiting = threading.Thread(target=lambda: answers.append(running.get(headers={"Accept": OPENMETRICS})))
+        waiting.start()
+        time.sleep(0.5)
+        assert not answers  # waits for the first encoding rather than encode the snapshot itself
+        release.set()
+        waiting.join(20)
+        assert answers[0].status_code == 200 and _score(answers[0].text, openmetrics_families) == 72
+        assert running.get("/-/ready").status_code == 200
+    finally:
+        release.set()
+        running.close()
