@@ -178,11 +178,13 @@ class Refreshed:
     parts: int  # parts written: 1, or every part when the store was empty or a single old file
 
 
-def store_at(path: Path | None = None, conn: Connection | None = None) -> SnapshotStore:
+def store_at(path: Path | None = None, conn: Connection | None = None,
+             found: settings.Settings | None = None) -> SnapshotStore:
     """The snapshot's store: the folder `path` or `SCANWATCH_SNAPSHOT` names; without either, a PostgreSQL
     history's own `snapshot_parts` table (written on `conn`, the run's connection), else a folder beside the
-    DuckDB file."""
-    found = settings.Settings.load()
+    DuckDB file. `found`: the settings the caller was given (the pipeline's resources); read here only for a
+    caller with none (a notebook, a test)."""
+    found = found or settings.Settings.load()
     if path is None and conn is not None and conn.engine.name == "postgres" and found.snapshot_in_history:
         from pipelines.snapshot.database import DatabaseStore
 
@@ -193,15 +195,20 @@ def store_at(path: Path | None = None, conn: Connection | None = None) -> Snapsh
 def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str | None,
                      path: Path | None = None, now: datetime | None = None,
                      sla_days: dict[str, int] | None = None, critical_info_limit: int = CRITICAL_INFO_LIMIT,
-                     critical_new_limit: int = CRITICAL_NEW_LIMIT) -> Refreshed:
+                     critical_new_limit: int = CRITICAL_NEW_LIMIT,
+                     found: settings.Settings | None = None) -> Refreshed:
     """Rebuild one workspace's part from committed history and replace it atomically. The first write to an
-    empty store, or over a single-file snapshot of an older scanwatch, writes every part of the history."""
+    empty store, or over a single-file snapshot of an older scanwatch, writes every part of the history.
+
+    The SLA policy is the settings' (`SCANWATCH_SLA_DAYS`), then `sla_days` over it (the asset's config)."""
     from pipelines.storage.engines import as_connection
 
     conn = as_connection(conn)
-    store = store_at(path, conn)
+    found = found or settings.Settings.load()
+    store = store_at(path, conn, found)
     name = part_name(workspace_id, label)
-    options = {"now": now or datetime.now(UTC), "sla_days": vocabulary.sla_policy(overrides=sla_days),
+    options = {"now": now or datetime.now(UTC), "sla_days": vocabulary.sla_policy({}, {**found.sla_days,
+                                                                                       **(sla_days or {})}),
                "critical_info_limit": critical_info_limit, "critical_new_limit": critical_new_limit}
     if store.needs_all():
         parts = build_parts(conn, **options)
@@ -219,8 +226,8 @@ def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str |
     return Refreshed(store.location(name), len(data), 1)
 
 
-def refresh_after_failure(db: Path | HistoryLocation | str | None, workspace: str | None) -> str | None:
-    """Rebuild the part of a workspace whose run failed (in the history `db`, default `SCANWATCH_DB`), taking
+def refresh_after_failure(db: HistoryLocation, label: str | None, *, found: settings.Settings) -> str | None:
+    """Rebuild the part of the workspace followed as `label` whose run failed (in the history `db`), taking
     the history's writer as a sync does; the reason it could not, or None. Dagster skips the snapshot asset
     when an upstream asset fails, and without a fresh part the failure would stay invisible on /metrics until
     the staleness alert."""
@@ -228,10 +235,8 @@ def refresh_after_failure(db: Path | HistoryLocation | str | None, workspace: st
     from pipelines.storage.workspaces import current_workspace
 
     try:
-        found = settings.Settings.load()
-        label = found.workspace(workspace or settings.DEFAULT_WORKSPACE).label
-        with writer(found.history if db is None else db, wait_seconds=5) as conn:
-            refresh_snapshot(conn, workspace_id=current_workspace(conn, label), label=label)
+        with writer(db, wait_seconds=5) as conn:
+            refresh_snapshot(conn, workspace_id=current_workspace(conn, label), label=label, found=found)
     except Exception as exc:  # the run's own failure is what the user must see, not this one
         return f"{type(exc).__name__}: {exc}"
     return None
