@@ -201,10 +201,11 @@ from pipelines.defs.resources import default_resources
 from pipelines.defs.sensors import scan_finished_sensor
 from pipelines.defs.partitions import WORKSPACES
 
-schedule = next(s for s in defs.schedules if s.name == "refresh_schedule")
+schedule = defs().resolve_schedule_def("refresh_schedule")
 when = datetime.datetime(2026, 11, 1, 12, 15, tzinfo=datetime.UTC)
 with dg.instance_for_test() as instance:
-    with dg.build_schedule_context(scheduled_execution_time=when, instance=instance) as ctx:
+    with dg.build_schedule_context(scheduled_execution_time=when, instance=instance,
+                                   resources=default_resources()) as ctx:
         ticks = schedule(ctx)
     with dg.build_sensor_context(resources=default_resources(), instance=instance) as ctx:
         polled = scan_finished_sensor(ctx)
