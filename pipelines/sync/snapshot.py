@@ -178,13 +178,10 @@ class Refreshed:
     parts: int  # parts written: 1, or every part when the store was empty or a single old file
 
 
-def store_at(path: Path | None = None, conn: Connection | None = None,
-             found: settings.Settings | None = None) -> SnapshotStore:
-    """The snapshot's store: the folder `path` or `SCANWATCH_SNAPSHOT` names; without either, a PostgreSQL
-    history's own `snapshot_parts` table (written on `conn`, the run's connection), else a folder beside the
-    DuckDB file. `found`: the settings the caller was given (the pipeline's resources); read here only for a
-    caller with none (a notebook, a test)."""
-    found = found or settings.Settings.load()
+def store_at(path: Path | None, conn: Connection | None, found: settings.Settings) -> SnapshotStore:
+    """The snapshot's store: the folder `path` or `SCANWATCH_SNAPSHOT` (of `found`) names; without either, a
+    PostgreSQL history's own `snapshot_parts` table (written on `conn`, the run's connection), else a folder
+    beside the DuckDB file."""
     if path is None and conn is not None and conn.engine.name == "postgres" and found.snapshot_in_history:
         from pipelines.snapshot.database import DatabaseStore
 
@@ -200,7 +197,9 @@ def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str |
     """Rebuild one workspace's part from committed history and replace it atomically. The first write to an
     empty store, or over a single-file snapshot of an older scanwatch, writes every part of the history.
 
-    The SLA policy is the settings' (`SCANWATCH_SLA_DAYS`), then `sla_days` over it (the asset's config)."""
+    The SLA policy is the settings' (`SCANWATCH_SLA_DAYS`), then `sla_days` over it (the asset's config).
+    `found`: the settings the caller was given (the pipeline's resources); read here only for a caller with
+    none (a notebook, a test)."""
     from pipelines.storage.engines import as_connection
 
     conn = as_connection(conn)
