@@ -1,4 +1,6 @@
-"""The scanwatch code location: one Definitions assembling assets, checks, jobs, schedules and sensors.
+"""The scanwatch code location: every definition of `pipelines/defs/`, found the way Dagster's `dg` finds a
+project's (`[tool.dg]` in pyproject.toml, `root_module = "pipelines"`), so `dg check defs` and `dg dev` load
+the same code location as `dagster api grpc -m pipelines.definitions` does in a deployment.
 
 Every job runs in-process: its steps (assets, checks, the snapshot) execute one after another in the run's
 own process. The multiprocess default starts a Python process per step, each importing Dagster and
@@ -9,22 +11,15 @@ separate asset checks rather than check specs inside the assets: the in-process 
 steps cost milliseconds, and a check that fails to run then never fails its asset's materialization.
 """
 
+from pathlib import Path
+
 import dagster as dg
 
-from pipelines.defs.assets import ALL_ASSETS
-from pipelines.defs.checks import history_checks
-from pipelines.defs.jobs import project_refresh_job, refresh_job, scans_job, sync_job
-from pipelines.defs.resources import default_resources
-from pipelines.defs.scheduled_scans import scheduled_scans_job, scheduled_scans_schedule
-from pipelines.defs.schedules import refresh_schedule, scans_schedule
-from pipelines.defs.sensors import scan_finished_sensor, snapshot_after_failure, workspaces_sensor
 
-defs = dg.Definitions(
-    assets=ALL_ASSETS,
-    asset_checks=history_checks,
-    jobs=[sync_job, refresh_job, scans_job, project_refresh_job, scheduled_scans_job],
-    schedules=[refresh_schedule, scans_schedule, scheduled_scans_schedule],
-    sensors=[workspaces_sensor, scan_finished_sensor, snapshot_after_failure],
-    resources=default_resources(),
-    executor=dg.in_process_executor,
-)
+@dg.definitions
+def defs() -> dg.Definitions:
+    """Loaded when the code location loads (not at import), so importing this module reads no setting."""
+    return dg.Definitions.merge(
+        dg.load_from_defs_folder(path_within_project=Path(__file__).parent),
+        dg.Definitions(executor=dg.in_process_executor),
+    )

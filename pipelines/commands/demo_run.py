@@ -183,7 +183,7 @@ class Demo:
         say(f"scanwatch demo: data in {dirs.root}, logs in {dirs.logs}")
         base_url, keys = self._simulator(dirs)
         env = self._env(dirs, base_url, keys)
-        # dagster dev takes 10 to 30 s to answer: it boots while the first sync runs, as soon as the sync has
+        # dg dev takes 10 to 30 s to answer: it boots while the first sync runs, as soon as the sync has
         # created the instance's storage (both creating it at once breaks it).
         dagster: list[Child] = []
 
@@ -217,7 +217,9 @@ class Demo:
         # stays importable from there through PYTHONPATH even when scanwatch runs from an uninstalled checkout.
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(env, PYTHONPATH=os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p))
-        return self._start("dagster", [self.python, "-m", "dagster", "dev", "-w", "workspace.yaml",
+        # `dg dev` (Dagster's project CLI; `dagster dev` is superseded by it and says so) on the workspace file,
+        # which names the code location `scanwatch`.
+        return self._start("dagster", [self.python, "-m", "dagster_dg_cli.cli", "dev", "-w", "workspace.yaml",
                                        "-p", str(self.args.dagster_port), "-h", "127.0.0.1"], env, cwd=dirs.root)
 
     def _simulator(self, dirs: DemoDirs) -> tuple[str, list[str]]:

@@ -255,9 +255,13 @@ def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile
         outcome.error = event.step_failure_data.error
         break
     if not result.success:  # Dagster skips the snapshot after a failed asset: its part shows the failure now
+        from pipelines.core.settings import ConfigError, Settings
         from pipelines.sync.snapshot import refresh_after_failure
 
-        refresh_after_failure(None, workspace)
+        settings = Settings.load()
+        with contextlib.suppress(ConfigError):  # the run's own failure is what the user must see
+            refresh_after_failure(settings.history, settings.workspace(workspace).label, found=settings,
+                                  workspace=workspace)
     for event in result.all_events:
         if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.asset_check_evaluation_data.passed:
             outcome.failed_checks.append(event.asset_check_evaluation_data.check_name)

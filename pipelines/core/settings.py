@@ -108,6 +108,14 @@ class Settings:
             return 3600.0
 
     @property
+    def refresh_batch(self) -> int:
+        """Workspaces per run of a schedule's tick (`SCANWATCH_REFRESH_BATCH`; 1: a run per workspace)."""
+        value = self._int("SCANWATCH_REFRESH_BATCH", 1)
+        if value < 1:
+            raise ConfigError(f"SCANWATCH_REFRESH_BATCH must be a whole number from 1 (got {value})")
+        return value
+
+    @property
     def scan_cron(self) -> str:
         return self.get("SCANWATCH_SCAN_CRON", "0 3 * * *")
 

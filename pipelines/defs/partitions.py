@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.core.settings import Settings
-
 WORKSPACES_NAME = "workspaces"
 WORKSPACES = dg.DynamicPartitionsDefinition(name=WORKSPACES_NAME)
 
@@ -28,10 +26,10 @@ def register(instance: dg.DagsterInstance, names: list[str]) -> None:
         instance.add_dynamic_partitions(WORKSPACES_NAME, missing)
 
 
-def followed_workspaces(instance: dg.DagsterInstance) -> list[str]:
-    """The workspaces the file lists now, in its order, each a partition of `instance` (a name the sensor has
-    not added yet is added here, so a schedule's tick never asks for a partition Dagster does not know)."""
-    names = Settings.load().workspace_names
+def followed_workspaces(instance: dg.DagsterInstance, names: list[str]) -> list[str]:
+    """`names` (the workspaces the file lists now, in its order, as the service resource reads them), each a
+    partition of `instance` (a name the sensor has not added yet is added here, so a schedule's tick never asks
+    for a partition Dagster does not know)."""
     register(instance, names)
     return names
 

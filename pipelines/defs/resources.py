@@ -5,6 +5,10 @@ the bundled simulator (just another base URL) or a recorded transport (a subclas
 `transport()`) plug in here, never inside an asset. Credentials come from environment variables read at run
 time, so Dagster stores only their names, and the resource's repr masks them. A PostgreSQL history's URL
 is a credential too: the history resource then names its variable (`SCANWATCH_DB`), never its value.
+
+Configuration enters Dagster here: the resources read the settings (`pipelines/core/settings.py`) when a run,
+a sensor tick or a schedule tick asks, so a workspace added to the file, a changed deadline or SLA is seen at
+the next tick without a reload, and assets, sensors and schedules never read the environment themselves.
 """
 
 from __future__ import annotations
@@ -56,6 +60,10 @@ class ScanningServiceResource(dg.ConfigurableResource["ScanningServiceResource"]
     def workspace(self, name: str | None = None) -> Workspace:
         return self.settings().workspace(name or DEFAULT_WORKSPACE)
 
+    def workspace_names(self) -> list[str]:
+        """The followed workspaces as the file lists them now (Dagster's partitions follow it)."""
+        return self.settings().workspace_names
+
     @contextmanager
     def client(self, workspace: str | None = None, *, sync_deadline: float | None = None
                ) -> Iterator[ScanningClient]:
@@ -92,6 +100,10 @@ class HistoryResource(dg.ConfigurableResource["HistoryResource"]):
     def location(self) -> HistoryLocation:
         return HistoryLocation.parse(self.database)
 
+    def settings(self) -> Settings:
+        """The deployment's settings as this history's runs see them (its snapshot's place, the SLA policy)."""
+        return Settings.load()
+
     @contextmanager
     def get_connection(self) -> Iterator[Connection]:
         from pipelines.storage import writer
@@ -113,3 +125,9 @@ def default_resources(settings: Settings | None = None) -> dict[str, object]:
     secret = engine_for(settings.history).capabilities.location_is_secret
     database = dg.EnvVar("SCANWATCH_DB") if secret else str(settings.history.path)
     return {"scanning_service": service, "history": HistoryResource(database=database)}
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    """The resources every asset, check, sensor and schedule of the code location is given."""
+    return dg.Definitions(resources=default_resources())

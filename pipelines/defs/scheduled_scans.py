@@ -13,7 +13,6 @@ import dagster as dg
 
 from pipelines.api.errors import ApiError
 from pipelines.core.scan_budget import Budget, fitting_kind
-from pipelines.core.settings import Settings
 from pipelines.core.sqlfiles import read_sql
 from pipelines.core.vocabulary import UNFINISHED_SCAN_STATUSES
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
@@ -47,7 +46,7 @@ def start_and_wait_for_scans(
         skips.append({"target_id": target_id, "kind": kind, "status": status, "reason": reason, "detail": detail})
         context.log.warning("target %s not scanned (%s): %s", target_id, reason, detail)
 
-    workspace_name = config.workspace or _only_workspace()
+    workspace_name = config.workspace or _only_workspace(scanning_service.workspace_names())
     context.log.info("scheduled scans of workspace %s: %d target(s)", workspace_name, len(config.target_ids))
     with scanning_service.client(workspace_name) as client:
         account = client.get_account()
@@ -121,27 +120,32 @@ def scheduled_scans_job() -> None:
     start_and_wait_for_scans()
 
 
-def _only_workspace() -> str:
+def _only_workspace(names: list[str]) -> str:
     """A run that names no workspace is for the only one followed; with several, which is not a guess."""
-    names = Settings.load().workspace_names
     if len(names) != 1:
         raise dg.Failure(f"scheduled scans: name the workspace of the targets in the run config "
                          f"(ops.start_and_wait_for_scans.config.workspace: one of {', '.join(names)})")
     return names[0]
 
 
-@dg.schedule(job=scheduled_scans_job, cron_schedule=Settings.load().scan_cron,
-             default_status=dg.DefaultScheduleStatus.STOPPED)
-def scheduled_scans_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest] | dg.SkipReason:
-    """One run per workspace with targets (SCANWATCH_SCAN_TARGETS for the one workspace of the two variables,
-    each entry's scan_targets in the workspaces file), with that workspace's key; the tick keys each scan's
-    idempotency."""
-    tick = context.scheduled_execution_time.astimezone(UTC).strftime("%Y%m%dT%H%M")
-    requests = [
-        dg.RunRequest(run_key=f"{workspace}-{tick}", tags={"scanwatch/workspace": workspace},
-                      run_config={"ops": {"start_and_wait_for_scans": {"config": {
-                          "target_ids": list(targets), "tick": tick, "workspace": workspace}}}})
-        for workspace, targets in Settings.load().scan_targets.items() if targets
-    ]
-    return requests or dg.SkipReason("no scan targets: set SCANWATCH_SCAN_TARGETS, or scan_targets under a "
-                                     "workspace of SCANWATCH_WORKSPACES_FILE")
+def scheduled_scans_schedule(cron: str) -> dg.ScheduleDefinition:
+    """The schedule at `cron` (SCANWATCH_SCAN_CRON), off until someone turns it on."""
+
+    @dg.schedule(job=scheduled_scans_job, cron_schedule=cron, name="scheduled_scans_schedule",
+                 default_status=dg.DefaultScheduleStatus.STOPPED)
+    def _schedule(context: dg.ScheduleEvaluationContext, scanning_service: ScanningServiceResource
+                  ) -> list[dg.RunRequest] | dg.SkipReason:
+        """One run per workspace with targets (SCANWATCH_SCAN_TARGETS for the one workspace of the two
+        variables, each entry's scan_targets in the workspaces file), with that workspace's key; the tick keys
+        each scan's idempotency."""
+        tick = context.scheduled_execution_time.astimezone(UTC).strftime("%Y%m%dT%H%M")
+        requests = [
+            dg.RunRequest(run_key=f"{workspace}-{tick}", tags={"scanwatch/workspace": workspace},
+                          run_config={"ops": {"start_and_wait_for_scans": {"config": {
+                              "target_ids": list(targets), "tick": tick, "workspace": workspace}}}})
+            for workspace, targets in scanning_service.settings().scan_targets.items() if targets
+        ]
+        return requests or dg.SkipReason("no scan targets: set SCANWATCH_SCAN_TARGETS, or scan_targets under "
+                                         "a workspace of SCANWATCH_WORKSPACES_FILE")
+
+    return _schedule

@@ -17,7 +17,7 @@ from pipelines.api import (
     NotFoundError,
     ServerError,
 )
-from pipelines.core.settings import ConfigError, Settings
+from pipelines.core.settings import ConfigError
 from pipelines.core.sqlfiles import read_sql
 from pipelines.core.vocabulary import UNFINISHED_SCAN_STATUSES
 from pipelines.defs.jobs import project_refresh_job
@@ -50,7 +50,7 @@ def scan_finished_sensor(
     refresh. Every workspace is polled at once within its own 20 s budget: a slow, failing or refused
     workspace is one skip line of its own and never delays another's run request, nor the tick past Dagster's
     limit."""
-    names = followed_workspaces(context.instance)
+    names = followed_workspaces(context.instance, scanning_service.workspace_names())
     busy = _workspaces_with_a_run(context.instance)
     deadline = time.time() + WORKSPACE_BUDGET_SECONDS
     pool = ThreadPoolExecutor(max_workers=min(len(names), MAX_WORKSPACES_AT_ONCE), thread_name_prefix="scan-poll")
@@ -167,13 +167,14 @@ def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceRe
 
 
 @dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING)
-def workspaces_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+def workspaces_sensor(context: dg.SensorEvaluationContext,
+                      scanning_service: ScanningServiceResource) -> dg.SensorResult | dg.SkipReason:
     """Reads the workspaces file at each tick and makes Dagster's workspace partitions follow it: a name
     added to the file becomes a partition (the schedules refresh it from their next tick), a name removed
     stops being one (no schedule or sensor polls it again; its history and past runs are kept). A file that
     cannot be read or checked changes nothing: one skip line says why, and every workspace stays followed."""
     try:
-        names = Settings.load().workspace_names
+        names = scanning_service.workspace_names()
     except ConfigError as exc:
         return dg.SkipReason(f"workspaces file not followed this tick, partitions unchanged: {exc}")
     added, removed = partition_changes(context.instance, names)
@@ -188,12 +189,19 @@ def workspaces_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | 
 
 
 @dg.run_failure_sensor(default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=30)
-def snapshot_after_failure(context: dg.RunFailureSensorContext, history: HistoryResource) -> None:
+def snapshot_after_failure(context: dg.RunFailureSensorContext, history: HistoryResource,
+                           scanning_service: ScanningServiceResource) -> None:
     """Rewrites the failed run's workspace's part of the metrics snapshot, so
     `secscan_pipeline_last_run_success` and the failure counters show the failure now instead of waiting for
     the next good sync; the other workspaces' parts are left as they are."""
     from pipelines.sync.snapshot import refresh_after_failure
 
-    reason = refresh_after_failure(history.database, context.dagster_run.tags.get("dagster/partition"))
+    workspace = context.dagster_run.tags.get("dagster/partition")
+    try:
+        label = scanning_service.workspace(workspace).label
+    except ConfigError as exc:
+        context.log.warning("snapshot not refreshed after the failed run: %s", exc)
+        return
+    reason = refresh_after_failure(history.location, label, found=history.settings(), workspace=workspace)
     if reason is not None:
         context.log.warning("snapshot not refreshed after the failed run: %s", reason)

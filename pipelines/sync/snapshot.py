@@ -178,18 +178,17 @@ class Refreshed:
     warnings: tuple[str, ...] = ()  # about the ownership map, one line each
 
 
-def store_at(path: Path | None = None, conn: Connection | None = None) -> SnapshotStore:
-    """The snapshot's store: the folder `path` or `SCANWATCH_SNAPSHOT` names; without either, a PostgreSQL
-    history's own `snapshot_parts` table (written on `conn`, the run's connection), else a folder beside the
-    DuckDB file."""
-    found = settings.Settings.load()
+def store_at(path: Path | None, conn: Connection | None, found: settings.Settings) -> SnapshotStore:
+    """The snapshot's store: the folder `path` or `SCANWATCH_SNAPSHOT` (of `found`) names; without either, a
+    PostgreSQL history's own `snapshot_parts` table (written on `conn`, the run's connection), else a folder
+    beside the DuckDB file."""
     if path is None and conn is not None and conn.engine.capabilities.holds_snapshot and found.snapshot_in_history:
         return conn.engine.snapshot_store(conn, milestones.reached)
     return FileStore(Path(path) if path else found.paths.snapshot, milestone=milestones.reached)
 
 
 def _record_owners(conn: Connection, workspace_id: str | None, workspace: str | None, label: str | None,
-                   now: datetime) -> tuple[str, ...]:
+                   now: datetime, found: settings.Settings) -> tuple[str, ...]:
     """The ownership map (`SCANWATCH_OWNERSHIP_FILE`, read again at each run) applied to the workspace's
     projects before its part is built, so the part names each project's team from this sync on. A map that
     became unreadable while scanwatch runs changes nothing: the owners recorded stay, and it is said."""
@@ -198,7 +197,7 @@ def _record_owners(conn: Connection, workspace_id: str | None, workspace: str | 
     from pipelines.storage.ownership import record_owners
 
     try:
-        ownership = settings.Settings.load().ownership
+        ownership = found.ownership
     except ConfigError as exc:
         return tuple(f"the ownership map was not applied, the owners recorded stay: {line}"
                      for line in str(exc).splitlines())
@@ -212,15 +211,22 @@ def _record_owners(conn: Connection, workspace_id: str | None, workspace: str | 
 def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str | None,
                      path: Path | None = None, now: datetime | None = None,
                      sla_days: dict[str, int] | None = None, critical_info_limit: int = CRITICAL_INFO_LIMIT,
-                     critical_new_limit: int = CRITICAL_NEW_LIMIT, workspace: str | None = None) -> Refreshed:
+                     critical_new_limit: int = CRITICAL_NEW_LIMIT, workspace: str | None = None,
+                     found: settings.Settings | None = None) -> Refreshed:
     """Rebuild one workspace's part from committed history and replace it atomically. The first write to an
     empty store, or over a single-file snapshot of an older scanwatch, writes every part of the history.
-    `workspace`: its name in the workspaces file, which the ownership map's rules may name (default: `label`)."""
-    store = store_at(path, conn)
+    `workspace`: its name in the workspaces file, which the ownership map's rules may name (default: `label`).
+
+    The SLA policy is the settings' (`SCANWATCH_SLA_DAYS`), then `sla_days` over it (the asset's config).
+    `found`: the settings the caller was given (the pipeline's resources); read here only for a caller with
+    none (a notebook, a test)."""
+    found = found or settings.Settings.load()
+    store = store_at(path, conn, found)
     name = part_name(workspace_id, label)
     now = now or datetime.now(UTC)
-    warnings = _record_owners(conn, workspace_id, workspace, label, now)
-    options: dict[str, Any] = {"now": now, "sla_days": vocabulary.sla_policy(overrides=sla_days),
+    warnings = _record_owners(conn, workspace_id, workspace, label, now, found)
+    options: dict[str, Any] = {"now": now, "sla_days": vocabulary.sla_policy({}, {**found.sla_days,
+                                                                                 **(sla_days or {})}),
                "critical_info_limit": critical_info_limit, "critical_new_limit": critical_new_limit}
     if store.needs_all():
         parts = build_parts(conn, **options)
@@ -238,8 +244,9 @@ def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str |
     return Refreshed(store.location(name), len(data), 1, warnings)
 
 
-def refresh_after_failure(db: Path | HistoryLocation | str | None, workspace: str | None) -> str | None:
-    """Rebuild the part of a workspace whose run failed (in the history `db`, default `SCANWATCH_DB`), taking
+def refresh_after_failure(db: HistoryLocation, label: str | None, *, found: settings.Settings,
+                          workspace: str | None = None) -> str | None:
+    """Rebuild the part of the workspace followed as `label` whose run failed (in the history `db`), taking
     the history's writer as a sync does; the reason it could not, or None. Dagster skips the snapshot asset
     when an upstream asset fails, and without a fresh part the failure would stay invisible on /metrics until
     the staleness alert."""
@@ -247,10 +254,9 @@ def refresh_after_failure(db: Path | HistoryLocation | str | None, workspace: st
     from pipelines.storage.workspaces import current_workspace
 
     try:
-        found = settings.Settings.load()
-        label = found.workspace(workspace or settings.DEFAULT_WORKSPACE).label
-        with writer(found.history if db is None else db, wait_seconds=5) as conn:
-            refresh_snapshot(conn, workspace_id=current_workspace(conn, label), label=label, workspace=workspace)
+        with writer(db, wait_seconds=5) as conn:
+            refresh_snapshot(conn, workspace_id=current_workspace(conn, label), label=label, workspace=workspace,
+                             found=found)
     except Exception as exc:  # the run's own failure is what the user must see, not this one
         return f"{type(exc).__name__}: {exc}"
     return None

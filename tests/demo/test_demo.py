@@ -114,6 +114,8 @@ def test_demo_comes_up_with_data_and_stops_clean(tmp_path):
         assert proc.returncode == 0, output
         assert "Ctrl-C" in output and f"127.0.0.1:{ports['dagster']}" in output
         assert "sync        ok (acme, globex) in" in output
+        # Started with `dg dev`: `dagster dev` warns that it is superseded by it.
+        assert "SupersessionWarning" not in (data_dir / "logs" / "dagster.log").read_text()
         key = re.search(r"rst_\w+", (data_dir / "logs" / "simulator.log").read_text()).group(0)
         assert key not in output, "the API key must only ever be shown masked"
     finally:

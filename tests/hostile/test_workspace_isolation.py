@@ -134,10 +134,12 @@ def test_with_dagster_home_the_workspaces_sync_at_once(worlds, engine, request):
 SCHEDULE = """
 import datetime, json
 import dagster as dg
-from pipelines.defs.scheduled_scans import scheduled_scans_schedule, scheduled_scans_job
+from pipelines.definitions import defs
+from pipelines.defs.scheduled_scans import scheduled_scans_job
 from pipelines.defs.resources import default_resources
+scheduled_scans_schedule = defs().resolve_schedule_def("scheduled_scans_schedule")
 when = datetime.datetime(2026, 11, 22, 3, 0, tzinfo=datetime.UTC)
-with dg.build_schedule_context(scheduled_execution_time=when) as ctx:
+with dg.build_schedule_context(scheduled_execution_time=when, resources=default_resources()) as ctx:
     requests = scheduled_scans_schedule(ctx)
 requests = requests if isinstance(requests, list) else [requests]
 out = []

@@ -12,7 +12,7 @@ from tests.ingest.conftest import Oracle, query, run_sync
 def _defs():
     from pipelines.definitions import defs
 
-    return defs
+    return defs()
 
 
 def test_code_location_has_the_promised_graph(env):

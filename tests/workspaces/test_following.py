@@ -36,10 +36,11 @@ def followed(tmp_path, monkeypatch):
 
 
 def _tick(instance: dg.DagsterInstance):
+    from pipelines.defs.resources import default_resources
     from pipelines.defs.sensors import workspaces_sensor
 
     with dg.build_sensor_context(instance=instance) as context:
-        result = workspaces_sensor(context)
+        result = workspaces_sensor(context, scanning_service=default_resources()["scanning_service"])
     if isinstance(result, dg.SensorResult):  # what the daemon does with the requests
         for request in result.dynamic_partitions_requests or []:
             if isinstance(request, dg.AddDynamicPartitionsRequest):
@@ -52,10 +53,12 @@ def _tick(instance: dg.DagsterInstance):
 
 def _refresh_tick(instance: dg.DagsterInstance) -> list[str]:
     from pipelines.definitions import defs
+    from pipelines.defs.resources import default_resources
 
-    schedule = next(s for s in defs.schedules if s.name == "refresh_schedule")
+    schedule = defs().resolve_schedule_def("refresh_schedule")
     when = datetime.datetime(2026, 11, 1, 12, 15, tzinfo=datetime.UTC)
-    with dg.build_schedule_context(scheduled_execution_time=when, instance=instance) as context:
+    with dg.build_schedule_context(scheduled_execution_time=when, instance=instance,
+                                   resources=default_resources()) as context:
         return [r.partition_key for r in schedule(context)]
 
 

@@ -201,10 +201,11 @@ from pipelines.defs.resources import default_resources
 from pipelines.defs.sensors import scan_finished_sensor
 from pipelines.defs.partitions import WORKSPACES
 
-schedule = next(s for s in defs.schedules if s.name == "refresh_schedule")
+schedule = defs().resolve_schedule_def("refresh_schedule")
 when = datetime.datetime(2026, 11, 1, 12, 15, tzinfo=datetime.UTC)
 with dg.instance_for_test() as instance:
-    with dg.build_schedule_context(scheduled_execution_time=when, instance=instance) as ctx:
+    with dg.build_schedule_context(scheduled_execution_time=when, instance=instance,
+                                   resources=default_resources()) as ctx:
         ticks = schedule(ctx)
     with dg.build_sensor_context(resources=default_resources(), instance=instance) as ctx:
         polled = scan_finished_sensor(ctx)
@@ -326,3 +327,46 @@ def test_rate_limited_workspaces_sync_at_once_each_within_its_own_keys_budget(tm
             truth = walk(sim.base_url, sim.keys[key])
             with duckdb.connect(str(db), read_only=True) as conn:
                 assert mismatches(conn, truth) == [], name
+
+
+BATCHES = """
+import datetime, json
+import dagster as dg
+from pipelines.definitions import defs
+from pipelines.defs.resources import default_resources
+
+d = defs()
+schedule = d.resolve_schedule_def("refresh_schedule")
+when = datetime.datetime(2026, 11, 1, 12, 15, tzinfo=datetime.UTC)
+with dg.instance_for_test() as instance:
+    with dg.build_schedule_context(scheduled_execution_time=when, instance=instance,
+                                   resources=default_resources()) as ctx:
+        requests = schedule(ctx)
+    batch = d.resolve_job_def("batch_job")
+    ok = [batch.execute_in_process(run_config=r.run_config, instance=instance, tags=r.tags).success
+          for r in requests]
+    runs = sorted([r.tags.get("dagster/partition"), r.status.value] for r in instance.get_runs()
+                  if r.job_name == "refresh_job")
+    materialized = sorted(instance.get_materialized_partitions(dg.AssetKey("issues")))
+print(json.dumps({"job": schedule.job_name,
+                  "requests": [r.run_config["ops"]["refresh_batch"]["config"]["workspaces"] for r in requests],
+                  "batches_ok": ok, "runs": runs, "materialized": materialized}))
+"""
+
+
+def test_a_batched_tick_costs_a_run_per_batch_and_a_failing_workspace_fails_alone(deployment, tmp_path):
+    """With SCANWATCH_REFRESH_BATCH=2, three workspaces are two runs of the batch job, not three runs; each
+    workspace is still a run of its own with its partition: gamma's revoked key fails gamma's run alone, and
+    Dagster holds acme's and beta's partitions as materialized."""
+    import json
+
+    env = {**deployment, "SCANWATCH_REFRESH_BATCH": "2", "SCANWATCH_DB": str(tmp_path / "history.duckdb"),
+           "SCANWATCH_SNAPSHOT": str(tmp_path / "snapshot")}
+    done = subprocess.run([sys.executable, "-c", BATCHES], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["job"] == "batch_job" and got["requests"] == [["acme", "beta"], ["gamma"]]
+    assert got["batches_ok"] == [True, True]
+    assert got["runs"] == [["acme", "SUCCESS"], ["beta", "SUCCESS"], ["gamma", "FAILURE"]]
+    assert got["materialized"] == ["acme", "beta"]

@@ -4,40 +4,14 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.core.settings import DEFAULT_WORKSPACE
-from pipelines.core.sqlfiles import read_sql
 from pipelines.defs.assets.step import partition_workspace, sync_step
+from pipelines.defs.freshness import REFRESHED
 from pipelines.defs.partitions import WORKSPACES
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
-from pipelines.storage import merge_account
-from pipelines.storage.destinations import Connection
+from pipelines.sync.account import sync_account
 
 
-class WorkspaceMismatchError(RuntimeError):
-    """A followed name would mix two of the service's workspaces; the message says which and what to fix."""
-
-
-def bind_workspace(conn: Connection, label: str | None, workspace_id: str | None, name: str) -> None:
-    """Refuse, before anything is written, a key that answers for another workspace than the one its name
-    already holds in the history (or for a workspace followed under another name). `None` is the unnamed
-    workspace of the two variables, `default`, bound like any name: several keys under it would otherwise
-    each store their account, and every later step would take the last one observed for its own."""
-    params = {"label": label, "workspace_id": workspace_id}
-    shown = DEFAULT_WORKSPACE if label is None else label
-    remedy = ("put the right key in SCANWATCH_API_KEY, or follow each workspace under a name of its own "
-              "(SCANWATCH_WORKSPACES_FILE, docs/workspaces.md)" if label is None else
-              "put the right key in its variable, or follow the new workspace under a new name")
-    for conflict, other_id, other_name in conn.execute(read_sql("sync/workspace_binding.sql"), params).fetchall():
-        if conflict == "moved":
-            raise WorkspaceMismatchError(
-                f"workspace {shown}: its key now answers for workspace {name!r} ({workspace_id}), but the history "
-                f"holds {other_name!r} ({other_id}) under this name; {remedy}")
-        raise WorkspaceMismatchError(
-            f"workspace {shown}: its key answers for workspace {name!r} ({workspace_id}), which is already "
-            f"followed as {other_name}; each workspace is followed under one name")
-
-
-@dg.asset(group_name="service", kinds={"duckdb"}, partitions_def=WORKSPACES)
+@dg.asset(group_name="service", kinds={"duckdb"}, partitions_def=WORKSPACES, freshness_policy=REFRESHED)
 def account(
     context: dg.AssetExecutionContext, scanning_service: ScanningServiceResource, history: HistoryResource
 ) -> dg.MaterializeResult[Any]:
@@ -45,15 +19,7 @@ def account(
     against the period can be charted. One request; free of charge on the service. The first sync of a
     followed workspace binds its name to the service's workspace id; a key that later answers for another
     workspace is refused rather than mixing two workspaces under one name."""
-    with sync_step(context, "account", history, scanning_service, partition_workspace(context)) as step:
-        body = step.api.get_account()
-        workspace = body.get("workspace") or {}
-        with step.db(keep=True) as conn, conn.engine.holding_name(conn, step.label, workspace.get("id")):
-            bind_workspace(conn, step.label, workspace.get("id"), workspace.get("name") or "")
-            step.workspace_id = workspace.get("id")
-            step.add(merge_account(conn, body, now=step.now, service_version=step.api.stats.service_version))
-            if step.label is not None:
-                conn.execute(read_sql("sync/bind_workspace.sql"),
-                             {"label": step.label, "workspace_id": step.workspace_id})
-        step.metadata.update({"workspace": workspace.get("name"), "plan": body.get("plan")})
+    with sync_step(context, "account", history, scanning_service,
+                   partition_workspace(context, scanning_service)) as step:
+        sync_account(step)
     return dg.MaterializeResult(metadata=step.metadata)

@@ -7,6 +7,7 @@ import dagster as dg
 
 from pipelines.backfill.reconstruct import reconstruct
 from pipelines.defs.assets.step import partition_workspace, sync_step
+from pipelines.defs.freshness import REFRESHED
 from pipelines.defs.partitions import WORKSPACES
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
 from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, CRITICAL_NEW_LIMIT
@@ -21,7 +22,7 @@ class SnapshotConfig(dg.Config):
 
 
 @dg.asset(group_name="exporter", kinds={"duckdb", "prometheus"}, partitions_def=WORKSPACES,
-          deps=["account", "projects", "targets", "scans", "issues"], pool="duckdb")
+          deps=["account", "projects", "targets", "scans", "issues"], pool="duckdb", freshness_policy=REFRESHED)
 def metrics_snapshot(
     context: dg.AssetExecutionContext, config: SnapshotConfig, history: HistoryResource,
     scanning_service: ScanningServiceResource,
@@ -37,12 +38,14 @@ def metrics_snapshot(
     At the end of a workspace's first sync it also reconstructs the days before it from the scans and issues
     just read (`scanwatch backfill`), after the part is written: the snapshot reads none of what the
     reconstruction writes, so a reconstruction that fails never holds back the workspace's fresh metrics."""
-    with sync_step(context, "metrics_snapshot", history, scanning_service, partition_workspace(context),
-                   reads_service=False) as step, step.db(keep=True) as conn:
+    with sync_step(context, "metrics_snapshot", history, scanning_service,
+                   partition_workspace(context, scanning_service), reads_service=False) as step, \
+            step.db(keep=True) as conn:
         part = refresh_snapshot(conn, workspace_id=step.workspace_id, label=step.label,
                                 path=Path(config.path) if config.path else None, now=step.now,
                                 sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
-                                critical_new_limit=config.critical_new_limit, workspace=step.workspace)
+                                critical_new_limit=config.critical_new_limit, workspace=step.workspace,
+                                found=history.settings())
         for warning in part.warnings:
             context.log.warning(warning)
         rebuilt = reconstruct(conn, now=step.now, only_new=True)

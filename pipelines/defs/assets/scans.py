@@ -5,15 +5,11 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.api import NotFoundError, PagingError
-from pipelines.core import milestones
-from pipelines.core.settings import Settings
-from pipelines.core.sqlfiles import read_sql
-from pipelines.defs.assets.step import Progress, partition_workspace, sync_step
+from pipelines.defs.assets.step import partition_workspace, row_count, sync_step
+from pipelines.defs.freshness import REFRESHED_HOURLY
 from pipelines.defs.partitions import WORKSPACES
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
-from pipelines.storage import merge_scans
-from pipelines.storage.merge import record_scans_state
+from pipelines.sync.scans import sync_scans
 
 
 class ScansConfig(dg.Config):
@@ -27,7 +23,8 @@ class ScansConfig(dg.Config):
     peek_share_of_interval: float = 0.9
 
 
-@dg.asset(group_name="service", kinds={"duckdb"}, deps=["projects", "targets"], partitions_def=WORKSPACES)
+@dg.asset(group_name="service", kinds={"duckdb"}, deps=["projects", "targets"], partitions_def=WORKSPACES,
+          freshness_policy=REFRESHED_HOURLY)
 def scans(
     context: dg.AssetExecutionContext, config: ScansConfig,
     scanning_service: ScanningServiceResource, history: HistoryResource,
@@ -37,76 +34,9 @@ def scans(
     queued in the history are re-read one by one. A failed scan need not move anything GET /projects shows, so
     a project that has not moved still has its newest scan page read once per scans-schedule interval: at most
     one request per project per interval, none between."""
-    with sync_step(context, "scans", history, scanning_service, partition_workspace(context)) as step:
-        client = step.api
-        interval = Settings.load().scans_interval_seconds
-        peek_before = step.now - timedelta(seconds=interval * config.peek_share_of_interval)
-        with step.db() as conn:
-            listed = conn.execute(read_sql("sync/scan_projects.sql"), {
-                "workspace_id": step.workspace_id, "all": config.all_projects, "peek_before": peek_before,
-                "only": config.project_ids,
-            }).fetchall()
-            unfinished = conn.execute(read_sql("sync/pending_scans.sql"), {
-                "workspace_id": step.workspace_id, "limit": 1_000_000}).fetchall()
-            finished: set[str] = set()
-            expected: dict[str, int] = {}
-            if listed:  # every finished scan's id, every list's bound: only a list to read needs them
-                finished = {r[0] for r in conn.execute(read_sql("sync/finished_scans.sql"),
-                                                        {"workspace_id": step.workspace_id}).fetchall()}
-                expected = {pid: n for pid, _, n in conn.execute(read_sql("sync/list_expectations.sql"),
-                                                                 {"workspace_id": step.workspace_id}).fetchall()}
-        todo = [(pid, fp) for pid, fp, _ in listed]
-
-        progress = Progress(step.named("scans"), len(todo), client)
-        unread: set[str] = set()
-
-        def read(project_id: str) -> list[dict[str, Any]]:
-            found: list[dict[str, Any]] = []
-            # Newest first, but scans started together share their created_at and tie in any order: stop
-            # only past the instant of the first known finished scan, never inside it.
-            stop_before: object = None
-            try:
-                for scan in client.iter_scans(project_id, expected=expected.get(project_id)):
-                    if stop_before is not None and scan.get("created_at") != stop_before:
-                        break
-                    if scan.get("id") in finished:
-                        stop_before = scan.get("created_at") or ""
-                        continue
-                    found.append(dict(scan, project_id=project_id))
-                    milestones.reached("scans.paging")
-            except NotFoundError:
-                context.log.warning("project %s vanished while its scans were read; skipped", project_id)
-            except PagingError as exc:
-                # Nothing of this list is kept, and the project is not marked as read: the next sync retries it.
-                context.log.warning("scans of project %s skipped: %s", project_id, exc)
-                unread.add(project_id)
-                return []
-            progress.step(len(found))
-            return found
-
-        fresh = [s for batch in client.map(read, [pid for pid, _ in todo]) for s in batch]
-        seen = {s["id"] for s in fresh}
-        # Only the statuses known to be unfinished and not settled as gone: a status from a newer service
-        # (stored and warned about) or a vanished scan would otherwise cost a request in every sync, forever.
-        pending = [(sid, pid) for sid, pid in unfinished if sid not in seen]
-        gone: list[tuple[str, str]] = []
-
-        def reread(item: tuple[str, str]) -> dict[str, Any] | None:
-            try:
-                return dict(client.get_scan(item[0]), project_id=item[1])
-            except NotFoundError:
-                gone.append(item)
-                return None
-
-        fresh += [s for s in client.map(reread, pending) if s]
-        if gone:
-            context.log.warning("%d queued scan(s) answered 404 and are settled as gone: %s", len(gone),
-                                ", ".join(sid for sid, _ in gone[:5]))
-        with step.db(keep=True) as conn:
-            result = step.add(merge_scans(conn, step.known_workspace_id, fresh, now=step.now, gone=gone))
-            milestones.reached("scans.before_state")
-            record_scans_state(conn, step.known_workspace_id, [row for row in todo if row[0] not in unread], step.now)
-        step.metadata.update({"projects_read": len(todo), "projects_peeked": sum(1 for *_, peek in listed if peek),
-                              "scans_upserted": result.rows["scans"],
-                              "queued_rechecked": len(pending), "scans_gone": result.rows["scans_gone"]})
-    return dg.MaterializeResult(metadata=step.metadata)
+    with sync_step(context, "scans", history, scanning_service,
+                   partition_workspace(context, scanning_service)) as step:
+        interval = scanning_service.settings().scans_interval_seconds
+        held = sync_scans(step, all_projects=config.all_projects, project_ids=config.project_ids,
+                          peek_before=step.now - timedelta(seconds=interval * config.peek_share_of_interval))
+    return dg.MaterializeResult(metadata=row_count(step.metadata, held))

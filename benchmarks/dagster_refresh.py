@@ -1,0 +1,180 @@
+"""`python -m benchmarks.dagster_refresh [--workspaces 100] [--tree DIR]`: one scheduled refresh of N unchanged
+workspaces through Dagster, as a deployment runs it.
+
+The simulator's small world (3 projects) in each of N Pro workspaces, one workspaces file listing them, a
+first `scanwatch sync` of them all; then Dagster's daemon (`dagster-daemon run -m pipelines.definitions`)
+on an instance made from the repository's `dagster.yaml` (its queued run coordinator, 4 runs at once, the
+`duckdb` pool), with `refresh_schedule` set to tick once, a minute or two after the daemon starts. Printed:
+the runs the tick asked for (each one a process of its own), how many succeeded, the wall time from the tick
+to the last run's end, and the CPU seconds of the whole Dagster process tree (daemon, code server, run
+processes) during that time, less what the same tree spent per second while idle before the tick (its
+sensors), per workspace; and the requests per workspace as the simulator counted them (two is the
+contract's minimum for an unchanged workspace). `--tree DIR` runs another source tree (`git archive <commit>
+| tar -x -C DIR`) with this checkout's interpreter, to compare before and after. Reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.sim import SimProcess
+from benchmarks.workspaces import workspaces_environment
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+RAISED = 1_000_000
+TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
+
+
+def _tree(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        try:
+            with open(f"/proc/{p}/task/{p}/children", encoding="ascii") as fh:
+                todo += [int(c) for c in fh.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of the process and its live descendants, each with the children it has reaped."""
+    total = 0
+    for p in _tree(pid):
+        try:
+            with open(f"/proc/{p}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    return total / TICKS_PER_SECOND
+
+
+class Sampled:
+    """CPU of every process ever seen in the tree, each its own (user + system) at its last sample: unlike a
+    parent's count of its reaped children, it keeps a process whose parent never reaps it (a fork server's)."""
+
+    def __init__(self, pid: int):
+        self.pid, self.seen = pid, {}
+
+    def sample(self) -> float:
+        for p in _tree(self.pid):
+            try:
+                with open(f"/proc/{p}/stat", encoding="ascii") as fh:
+                    rest = fh.read().rpartition(")")[2]
+                    fields = rest.split()
+            except OSError:
+                continue
+            key = (p, fields[19])  # a pid with its start time: a pid reused later is another process
+            self.seen[key] = (int(fields[11]) + int(fields[12])) / TICKS_PER_SECOND
+        return sum(self.seen.values())
+
+
+def _runs(home: Path) -> list:
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return [r.dagster_run for r in instance.get_run_records()]
+
+
+def measure(count: int, tree: Path = ROOT, lead_seconds: float = 75.0, batch: int = 1) -> dict:
+    from dagster._core.storage.dagster_run import FINISHED_STATUSES
+
+    with SimProcess(scale="small", seed=7, rate_limit=RAISED, workspaces=count) as sim, \
+            tempfile.TemporaryDirectory(prefix="scanwatch-bench-dagster-") as tmp:
+        folder = Path(tmp)
+        home = folder / "dagster_home"
+        home.mkdir()
+        shutil.copy(tree / "dagster.yaml", home / "dagster.yaml")
+        env = {**workspaces_environment(sim, count, folder, str(folder / "history.duckdb")),
+               "SCANWATCH_SNAPSHOT": str(folder / "snapshot"), "PYTHONPATH": str(tree),
+               "SCANWATCH_SCANS_CRON": "0 0 1 1 *", "SCANWATCH_REFRESH_BATCH": str(batch)}
+        first = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], env=env, cwd=tree,
+                               capture_output=True, text=True, timeout=7200)
+        if first.returncode != 0:
+            raise RuntimeError(f"first sync failed: {first.stderr[-1500:]}")
+        tick = datetime.datetime.now(datetime.UTC).replace(second=0, microsecond=0) + datetime.timedelta(
+            seconds=lead_seconds + 60)
+        tick = tick.replace(second=0)
+        env.update({"DAGSTER_HOME": str(home), "SCANWATCH_REFRESH_CRON": f"{tick.minute} {tick.hour} * * *"})
+        before = sim.request_count()
+        log = (folder / "daemon.log").open("w")
+        daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m",
+                                   "pipelines.definitions"], env=env, cwd=tree, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+        sampled = Sampled(daemon.pid)
+        try:
+            time.sleep(max(0.0, tick.timestamp() - time.time() - 40))  # start-up over; the sensors idle
+            idle_from, idle_cpu, idle_sampled = time.time(), tree_cpu(daemon.pid), sampled.sample()
+            time.sleep(max(0.0, tick.timestamp() - time.time()))
+            at_tick, cpu_at_tick, sampled_at_tick = time.time(), tree_cpu(daemon.pid), sampled.sample()
+            idle_rate = (cpu_at_tick - idle_cpu) / (at_tick - idle_from)
+            idle_sampled_rate = (sampled_at_tick - idle_sampled) / (at_tick - idle_from)
+            last_busy, ended, polled = time.time(), None, 0.0
+            while time.time() - at_tick < 5400:
+                assert daemon.poll() is None, (folder / "daemon.log").read_text()[-3000:]
+                sampled.sample()
+                if time.time() - polled >= 2.0:
+                    polled = time.time()
+                    runs = _runs(home)
+                    if runs and all(r.status in FINISHED_STATUSES for r in runs):
+                        if ended is None:
+                            ended, cpu_end, sampled_end = time.time(), tree_cpu(daemon.pid), sampled.sample()
+                        if time.time() - last_busy > 15:  # no run queued behind them
+                            break
+                    else:
+                        ended, last_busy = None, time.time()
+                time.sleep(0.25)
+            requests = sim.request_count() - before
+        finally:
+            os.killpg(daemon.pid, signal.SIGTERM)
+            try:
+                daemon.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(daemon.pid, signal.SIGKILL)
+            log.close()
+        runs = _runs(home)
+        wall = (ended or time.time()) - at_tick
+        reaped = cpu_end - cpu_at_tick - idle_rate * wall
+        cpu = sampled_end - sampled_at_tick - idle_sampled_rate * wall
+        launched = [r for r in runs if r.tags.get("dagster/schedule_name") == "refresh_schedule"]
+        workspace_runs = [r for r in runs if r.tags.get("dagster/partition")]
+        return {"workspaces": count, "batch": batch, "tree": str(tree), "run_processes": len(launched),
+                "workspace_runs": len(workspace_runs),
+                "succeeded": sum(1 for r in workspace_runs if r.status.value == "SUCCESS"),
+                "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "cpu_per_workspace_s": round(cpu / count, 3),
+                "cpu_reaped_s": round(reaped, 1), "idle_cpu_per_s": round(idle_sampled_rate, 3),
+                "requests_per_workspace": round(requests / count, 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workspaces", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=1, help="SCANWATCH_REFRESH_BATCH: workspaces per run")
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the source tree whose scanwatch runs")
+    args = parser.parse_args(argv)
+    row = measure(args.workspaces, args.tree.resolve(), batch=args.batch)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"dagster_refresh_{args.workspaces}_{args.batch}.json").write_text(json.dumps(row, indent=2))
+    print("workspaces | batch | run processes | workspace runs (succeeded) | wall | CPU | CPU per workspace | "
+          "requests per workspace")
+    print(f"{row['workspaces']} | {row['batch']} | {row['run_processes']} | {row['workspace_runs']} "
+          f"({row['succeeded']}) | {row['wall_s']} s | {row['cpu_s']} s | {row['cpu_per_workspace_s']} s | "
+          f"{row['requests_per_workspace']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
