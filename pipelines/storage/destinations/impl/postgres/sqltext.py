@@ -32,7 +32,7 @@ class _Tokenizer(Postgres.Tokenizer):
     COMMANDS = set[TokenType]()
 
 
-_TOKENIZER = _Tokenizer(dialect=Postgres())
+_DIALECT = Postgres()
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _WORD = re.compile(r"[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*")
 # Tokens whose text is a literal or a quoted name: never code, never a parameter.
@@ -48,7 +48,9 @@ class UnterminatedError(ValueError):
 @lru_cache(maxsize=1024)
 def _tokens(sql: str) -> tuple[Token, ...]:
     try:
-        tokens = tuple(_TOKENIZER.tokenize(sql))
+        # A tokenizer per call: SQLGlot's keeps its position on the instance, so one shared by the threads of a
+        # process (several workspaces' writers) mixes their texts.
+        tokens = tuple(_Tokenizer().tokenize(sql))
     except TokenError:
         raise UnterminatedError("a quoted string, name or dollar-quoted body never ends") from None
     rest = sql[tokens[-1].end + 1:] if tokens else sql
