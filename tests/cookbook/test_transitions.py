@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pipelines.sync.snapshot import build_snapshot
 from tests.backfill.handmade import FIRST_SYNC, WS, at, history, insert
+from tests.helpers import build_snapshot
 
 
 def _event(issue: str, when: dt.datetime, event: str, old: str, new: str) -> dict:
