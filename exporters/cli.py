@@ -53,9 +53,13 @@ def _url(scheme: str, bound: tuple[Any, ...]) -> str:
 def run(args: argparse.Namespace) -> int:
     import logging
 
-    # One line per event on standard error.
-    logging.basicConfig(level=logging.INFO, format="scanwatch exporter: %(message)s", stream=sys.stderr)
+    # One line per event on standard error, whatever the process's root logger already has (basicConfig would
+    # do nothing where a host or a test configured logging first, and the refusal lines would be lost).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("scanwatch exporter: %(message)s"))
     log = logging.getLogger("scanwatch.exporter")
+    log.handlers[:] = [handler]
+    log.setLevel(logging.INFO)
     from exporters.source import Shard
 
     try:
@@ -98,7 +102,10 @@ def run(args: argparse.Namespace) -> int:
     bound = server.server_address
     url = _url("https" if args.tls_cert else "http", bound)
     share = f", shard {shard} of the workspaces" if shard.count > 1 else ""
-    log.info("serving %s (bound to %s port %s) from %s%s", url, bound[0], bound[1], shown, share)
+    # The address on standard output, as a command's result (scripts and the demo read it there); events on
+    # standard error, through logging.
+    print(f"scanwatch exporter: serving {url} (bound to {bound[0]} port {bound[1]}) from {shown}{share}",
+          flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -282,7 +282,7 @@ def test_start_line_names_the_port_actually_bound(snap_path):
                             text=True)
     try:
         line = [None]
-        reader = threading.Thread(target=lambda: line.__setitem__(0, proc.stderr.readline()), daemon=True)
+        reader = threading.Thread(target=lambda: line.__setitem__(0, proc.stdout.readline()), daemon=True)
         reader.start()
         reader.join(60)
         found = re.search(r"http://127\.0\.0\.1:(\d+)/metrics", line[0] or "")
