@@ -138,8 +138,10 @@ def read_ownership(path: Path | None) -> Ownership:
 @lru_cache(maxsize=8)
 def _checked(path: str, text: str) -> Ownership:
     """One text of the map, parsed and checked once (keyed on the text, so an edit is read at once)."""
+    from pipelines.core.workspaces_file import parse_yaml
+
     problems: list[str] = []
-    doc = _parse(path, text)
+    doc = parse_yaml(path, text, "the ownership map", "rule")
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
@@ -167,21 +169,6 @@ def _checked(path: str, text: str) -> Ownership:
     return Ownership(Path(path), default_team, profiles, team_profiles, tuple(rules))
 
 
-def _parse(path: str, text: str) -> Any:
-    import yaml
-
-    try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                where = f"line {event.start_mark.line + 1}: " if event.start_mark is not None else ""
-                raise ConfigError(f"{path}: {where}YAML anchors and aliases are not accepted in the ownership map: "
-                                  "write each rule out")
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or 'not valid YAML'}"
-                          ) from None
 
 
 def _is_name(value: Any) -> bool:

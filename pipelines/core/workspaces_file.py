@@ -81,7 +81,10 @@ def _read_file(path: Path, limit: int, missing: str, irregular: str, too_large: 
         raise ConfigError(f"{path}: cannot be read (not UTF-8 text)") from None
 
 
-def _parse(path: Path, text: str) -> Any:
+def parse_yaml(path: Path | str, text: str, what: str = "the workspaces file", each: str = "entry") -> Any:
+    """An operator's YAML file (the workspaces file, the ownership map), with anchors and aliases refused
+    before anything is built from them (a few lines of aliases can expand to gigabytes) and a syntax error as
+    one line naming its line."""
     import yaml
 
     try:
@@ -90,7 +93,7 @@ def _parse(path: Path, text: str) -> Any:
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 line = "?" if event.start_mark is None else event.start_mark.line + 1
                 raise ConfigError(f"{path}: line {line}: YAML anchors and aliases are not "
-                                  "accepted in the workspaces file: write each entry out")
+                                  f"accepted in {what}: write each {each} out")
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -109,7 +112,7 @@ def _parsed(path: str, text: str) -> list[Any]:
     parsing a thousand entries costs tens of milliseconds. Keyed on the text itself (not its modification
     time, which two quick writes of one size can share), so an edited file is parsed again at once. The
     entries are shared between callers: read them, never change them."""
-    doc = _parse(Path(path), text)
+    doc = parse_yaml(Path(path), text)
     entries = doc.get("workspaces") if isinstance(doc, dict) else None
     if not isinstance(entries, list) or not entries:
         raise ConfigError(f"{path}: expected a top-level 'workspaces:' list with at least one entry")
