@@ -256,7 +256,7 @@ def test_cli_serves_from_scanwatch_snapshot_and_stops_on_sigterm(snap_path):
         proc.terminate()
         out, err = proc.communicate(timeout=10)
     assert proc.returncode == 0, err
-    assert out == "" and f"http://127.0.0.1:{port}/metrics" in err
+    assert f"http://127.0.0.1:{port}/metrics" in out and "Traceback" not in err, err
 
 
 def test_cli_refuses_half_tls():
