@@ -128,8 +128,9 @@ def _load_stage(conn: Connection, entity: Entity, stages: Sequence[StageFile], r
         "INSERT INTO ingest_warnings (workspace_id, observed_at, entity, entity_id, field, value) "
         f"SELECT DISTINCT c.workspace_id, c.observed_at, '{entity.name}', w.entity_id, w.field, "
         f"w.value FROM ({' UNION ALL '.join(checks)}) AS w CROSS JOIN merge_context AS c WHERE NOT EXISTS ("
-        f"SELECT 1 FROM ingest_warnings o WHERE o.entity = '{entity.name}' AND o.entity_id IS NOT DISTINCT FROM "
-        "w.entity_id AND o.field = w.field AND o.value IS NOT DISTINCT FROM w.value) "
+        f"SELECT 1 FROM ingest_warnings o WHERE o.workspace_id IS NOT DISTINCT FROM c.workspace_id AND "
+        f"o.entity = '{entity.name}' AND o.entity_id IS NOT DISTINCT FROM w.entity_id AND o.field = w.field "
+        "AND o.value IS NOT DISTINCT FROM w.value) "
         "RETURNING entity, entity_id, field, value"
     ).fetchall()
     conn.execute(f"DROP TABLE {raw}")  # the text copy is done with; a big sync should not carry it
