@@ -160,8 +160,11 @@ def test_the_account_is_flattened_and_every_quota_kept(engine_db):
         ("Acme", "pro", True, datetime(2026, 12, 1, tzinfo=UTC), 2, 1, 1, "2026-10-13")]
     assert rows(engine_db, "SELECT quota, \"limit\", used, remaining FROM quota_snapshots ORDER BY quota") == [
         ("new_quota", 5, None, 1), ("quick_scans", 50, 3, 47)]
-    assert rows(engine_db, "SELECT entity, entity_id, field, value FROM ingest_warnings ORDER BY field") == [
-        ("quotas", "new_quota", "used", "lots"), ("account", None, "workspace_id", None)]
+    # Each problem once per workspace: the answer without a workspace repeats the quota's under no workspace.
+    assert rows(engine_db, "SELECT workspace_id, entity, entity_id, field, value FROM ingest_warnings "
+                           "ORDER BY field, workspace_id NULLS FIRST") == [
+        (None, "quotas", "new_quota", "used", "lots"), ("ws", "quotas", "new_quota", "used", "lots"),
+        (None, "account", None, "workspace_id", None)]
     assert again.rejected == 1 and again.rows["accounts"] == 0  # an account without a workspace changes nothing
     assert "ai_fix" in value(engine_db, "SELECT CAST(features AS VARCHAR) FROM accounts")
 
