@@ -88,10 +88,19 @@ class Attached(Connection):
             if entry is None:
                 return
             entry[1] -= 1
-            if entry[1] <= 0:
-                del cls._files[key]
-                if cls._host is not None:
-                    cls._host.execute(f"DETACH {entry[0]}")
+        cls.detach_idle(key)
+
+    @classmethod
+    def detach_idle(cls, key: str) -> None:
+        """Detach the file (checkpointed, its lock released) once no connection of the process uses it and
+        no thread waits for a writer's turn on it (`file_writer`)."""
+        with cls._lock:
+            entry = cls._files.get(key)
+            if entry is None or entry[1] > 0 or _WAITING.get(key):
+                return
+            del cls._files[key]
+            if cls._host is not None:
+                cls._host.execute(f"DETACH {entry[0]}")
 
     def close(self) -> None:
         if self._closed:
@@ -108,15 +117,30 @@ def _quoted(text: str) -> str:
 
 
 _WRITERS: dict[str, threading.RLock] = {}
+_WAITING: dict[str, int] = {}  # resolved path -> threads of this process waiting for their writer's turn
 _WRITERS_LOCK = threading.Lock()
 
 
 @contextmanager
 def file_writer(path: str | Path) -> Iterator[None]:
     """DuckDB's file lock keeps other processes out, but connections of one process share the database, so
-    threads of one process (several workspaces synced at once) take turns on a lock of their own too."""
+    threads of one process (several workspaces synced at once) take turns on a lock of their own too.
+
+    While another thread of the process waits for its turn, the file stays attached when a writer closes it
+    (`Attached._release`): it is handed over instead of checkpointed, detached and attached again, which cost
+    about a tenth of an unchanged workspace's sync (nine turns a workspace). The file is released once no
+    thread of the process waits, as before."""
     key = str(Path(path).resolve()) if str(path) != ":memory:" else ":memory:"
     with _WRITERS_LOCK:
         lock = _WRITERS.setdefault(key, threading.RLock())
-    with lock:
+        _WAITING[key] = _WAITING.get(key, 0) + 1
+    try:
+        lock.acquire()
+    finally:
+        with _WRITERS_LOCK:
+            _WAITING[key] -= 1
+    try:
         yield
+    finally:
+        lock.release()
+        Attached.detach_idle(key)  # a turn that ended without closing what it attached leaves nothing held
