@@ -4,12 +4,15 @@ workspaces through Dagster, as a deployment runs it.
 The simulator's small world (3 projects) in each of N Pro workspaces, one workspaces file listing them, a
 first `scanwatch sync` of them all; then Dagster's daemon (`dagster-daemon run -m pipelines.definitions`)
 on an instance made from the repository's `dagster.yaml` (its queued run coordinator, 4 runs at once, the
-`duckdb` pool), with `refresh_schedule` set to tick once, a minute or two after the daemon starts. Printed:
+`duckdb` pool), or with `--postgres` on the deployment's instance (`deploy/dagster/dagster.yaml`: runs, events
+and ticks in PostgreSQL) and the history in PostgreSQL too, both on a real server; `refresh_schedule` set to
+tick once, a minute or two after the daemon starts. Printed:
 the runs the tick asked for (each one a process of its own), how many succeeded, the wall time from the tick
 to the last run's end, and the CPU seconds of the whole Dagster process tree (daemon, code server, run
 processes) during that time, less what the same tree spent per second while idle before the tick (its
 sensors), per workspace; and the requests per workspace as the simulator counted them (two is the
-contract's minimum for an unchanged workspace). `--tree DIR` runs another source tree (`git archive <commit>
+contract's minimum for an unchanged workspace), and each sensor's tick time over the interval (median and
+slowest: Dagster gives a sensor 60 seconds). `--tree DIR` runs another source tree (`git archive <commit>
 | tar -x -C DIR`) with this checkout's interpreter, to compare before and after. Reported, never asserted.
 """
 
@@ -26,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.sim import SimProcess
 from benchmarks.workspaces import workspaces_environment
@@ -82,14 +86,54 @@ class Sampled:
         return sum(self.seen.values())
 
 
-def _runs(home: Path) -> list:
+def _runs(home: Path, env: dict[str, str]) -> list:
     import dagster as dg
 
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        return [r.dagster_run for r in instance.get_run_records()]
+    saved = dict(os.environ)
+    os.environ.update({k: v for k, v in env.items() if k.startswith("DAGSTER_PG_")})
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            return [r.dagster_run for r in instance.get_run_records()]
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
-def measure(count: int, tree: Path = ROOT, lead_seconds: float = 75.0, batch: int = 1) -> dict:
+def sensor_ticks(home: Path, since: float, env: dict[str, str]) -> dict[str, dict]:
+    """Each sensor's ticks since `since`: how many, the median and the slowest tick's seconds."""
+    import dagster as dg
+    from dagster._core.scheduler.instigation import InstigatorType
+
+    saved = dict(os.environ)
+    os.environ.update({k: v for k, v in env.items() if k.startswith("DAGSTER_PG_")})
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            found = {}
+            for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
+                ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id, after=since, limit=10_000)
+                spans = sorted(t.end_timestamp - t.timestamp for t in ticks if t.end_timestamp)
+                if spans:
+                    found[state.instigator_name] = {"ticks": len(spans), "median_s": round(spans[len(spans) // 2], 2),
+                                                    "slowest_s": round(spans[-1], 2)}
+            return found
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def measure(count: int, tree: Path = ROOT, lead_seconds: float = 75.0, batch: int = 1,
+            postgres: bool = False) -> dict:
+    from tests.pg_server import PgServer
+
+    server = PgServer.start() if postgres else None
+    try:
+        return _measure(count, tree, lead_seconds, batch, server)
+    finally:
+        if server:
+            server.stop()
+
+
+def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: Any) -> dict:
     from dagster._core.storage.dagster_run import FINISHED_STATUSES
 
     with SimProcess(scale="small", seed=7, rate_limit=RAISED, workspaces=count) as sim, \
@@ -97,10 +141,17 @@ def measure(count: int, tree: Path = ROOT, lead_seconds: float = 75.0, batch: in
         folder = Path(tmp)
         home = folder / "dagster_home"
         home.mkdir()
-        shutil.copy(tree / "dagster.yaml", home / "dagster.yaml")
-        env = {**workspaces_environment(sim, count, folder, str(folder / "history.duckdb")),
+        history = server.url(server.create_database()) if server else str(folder / "history.duckdb")
+        env = {**workspaces_environment(sim, count, folder, history),
                "SCANWATCH_SNAPSHOT": str(folder / "snapshot"), "PYTHONPATH": str(tree),
                "SCANWATCH_SCANS_CRON": "0 0 1 1 *", "SCANWATCH_REFRESH_BATCH": str(batch)}
+        if server:
+            shutil.copy(tree / "deploy" / "dagster" / "dagster.yaml", home / "dagster.yaml")
+            env.update({"DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": str(server.port),
+                        "DAGSTER_PG_USER": "postgres", "DAGSTER_PG_PASSWORD": server.password,
+                        "DAGSTER_PG_DB": server.create_database()})
+        else:
+            shutil.copy(tree / "dagster.yaml", home / "dagster.yaml")
         first = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], env=env, cwd=tree,
                                capture_output=True, text=True, timeout=7200)
         if first.returncode != 0:
@@ -128,7 +179,7 @@ def measure(count: int, tree: Path = ROOT, lead_seconds: float = 75.0, batch: in
                 sampled.sample()
                 if time.time() - polled >= 2.0:
                     polled = time.time()
-                    runs = _runs(home)
+                    runs = _runs(home, env)
                     if runs and all(r.status in FINISHED_STATUSES for r in runs):
                         if ended is None:
                             ended, cpu_end, sampled_end = time.time(), tree_cpu(daemon.pid), sampled.sample()
@@ -145,13 +196,15 @@ def measure(count: int, tree: Path = ROOT, lead_seconds: float = 75.0, batch: in
             except subprocess.TimeoutExpired:
                 os.killpg(daemon.pid, signal.SIGKILL)
             log.close()
-        runs = _runs(home)
+        runs = _runs(home, env)
+        sensors = sensor_ticks(home, at_tick, env)
         wall = (ended or time.time()) - at_tick
         reaped = cpu_end - cpu_at_tick - idle_rate * wall
         cpu = sampled_end - sampled_at_tick - idle_sampled_rate * wall
         launched = [r for r in runs if r.tags.get("dagster/schedule_name") == "refresh_schedule"]
         workspace_runs = [r for r in runs if r.tags.get("dagster/partition")]
-        return {"workspaces": count, "batch": batch, "tree": str(tree), "run_processes": len(launched),
+        return {"workspaces": count, "batch": batch, "tree": str(tree), "postgres": server is not None,
+                "run_processes": len(launched), "sensors": sensors,
                 "workspace_runs": len(workspace_runs),
                 "succeeded": sum(1 for r in workspace_runs if r.status.value == "SUCCESS"),
                 "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "cpu_per_workspace_s": round(cpu / count, 3),
@@ -164,15 +217,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workspaces", type=int, default=100)
     parser.add_argument("--batch", type=int, default=1, help="SCANWATCH_REFRESH_BATCH: workspaces per run")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the source tree whose scanwatch runs")
+    parser.add_argument("--postgres", action="store_true",
+                        help="the deployment's instance (deploy/dagster/dagster.yaml) and the history on PostgreSQL")
     args = parser.parse_args(argv)
-    row = measure(args.workspaces, args.tree.resolve(), batch=args.batch)
+    row = measure(args.workspaces, args.tree.resolve(), batch=args.batch, postgres=args.postgres)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"dagster_refresh_{args.workspaces}_{args.batch}.json").write_text(json.dumps(row, indent=2))
+    engine = "postgres" if args.postgres else "duckdb"
+    (RESULTS / f"dagster_refresh_{engine}_{args.workspaces}_{args.batch}.json").write_text(json.dumps(row, indent=2))
     print("workspaces | batch | run processes | workspace runs (succeeded) | wall | CPU | CPU per workspace | "
           "requests per workspace")
     print(f"{row['workspaces']} | {row['batch']} | {row['run_processes']} | {row['workspace_runs']} "
           f"({row['succeeded']}) | {row['wall_s']} s | {row['cpu_s']} s | {row['cpu_per_workspace_s']} s | "
           f"{row['requests_per_workspace']}")
+    for name, ticks in sorted(row["sensors"].items()):
+        print(f"sensor {name}: {ticks['ticks']} ticks, median {ticks['median_s']} s, slowest {ticks['slowest_s']} s")
     return 0
 
 
