@@ -3,6 +3,7 @@ follow the workspaces file's list of workspaces as Dagster's partitions while sc
 
 import hashlib
 import time
+from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import NamedTuple
 
@@ -24,12 +25,12 @@ from pipelines.defs.jobs import project_refresh_job
 from pipelines.defs.partitions import WORKSPACES, followed_workspaces, partition_changes
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
 from pipelines.storage import HistoryError, HistoryLockedError, reader
-from pipelines.storage.workspaces import current_workspace
 
 MAX_POLLS_PER_TICK = 20  # bounded: the sensor must not eat the rate limit the schedules need
-# Dagster stops a sensor tick at 60 s. Every workspace is polled at once, each within this budget (its
-# requests time out inside it, and none starts past it), so a tick ends in about 20 s whatever one
-# workspace's service does, and a slow workspace never costs another its run request.
+# Dagster stops a sensor tick at 60 s. The history is read once for every workspace; the workspaces with
+# queued scans are then polled at once, each within this budget (its requests time out inside it, and none
+# starts past it), so a tick ends in about 20 s whatever one workspace's service does, and a slow workspace
+# never costs another its run request.
 WORKSPACE_BUDGET_SECONDS = 20.0
 MAX_WORKSPACES_AT_ONCE = 32
 # A run writing a DuckDB history holds its file for one step's transaction at a time: the look at the queued
@@ -47,29 +48,51 @@ def scan_finished_sensor(
     scan that answers 404 asks for one too: the refresh settles it as gone, and nothing polls it again. So do
     the projects whose scans a run has read since they moved but whose issues it has not (the hourly scans run
     settled a scan that finished between two ticks): their new issues come within a minute, not at the next
-    refresh. Every workspace is polled at once within its own 20 s budget: a slow, failing or refused
-    workspace is one skip line of its own and never delays another's run request, nor the tick past Dagster's
-    limit."""
+    refresh. The history is read once for every workspace; those with queued scans are polled at once, each
+    within its own 20 s budget: a slow, failing or refused workspace is one skip line of its own and never
+    delays another's run request, nor the tick past Dagster's limit, however many workspaces are followed."""
     names = followed_workspaces(context.instance, scanning_service.workspace_names())
     busy = _workspaces_with_a_run(context.instance)
     deadline = time.time() + WORKSPACE_BUDGET_SECONDS
-    pool = ThreadPoolExecutor(max_workers=min(len(names), MAX_WORKSPACES_AT_ONCE), thread_name_prefix="scan-poll")
-    try:
-        futures = {name: pool.submit(_finished_in, context, scanning_service, history, name, deadline,
-                                     name in busy)
-                   for name in names}
-        wait(futures.values(), timeout=WORKSPACE_BUDGET_SECONDS + 5)  # a last answer may still be arriving
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    requests, waiting = [], []
-    for workspace, future in futures.items():
-        if future.cancelled() or not future.done():
-            found: Found | str = (f"not polled within its {WORKSPACE_BUDGET_SECONDS:g} s budget "
-                                                  "(a slow service); polled again next tick")
-        elif future.exception() is not None:
-            found = f"not polled: {type(future.exception()).__name__}: {future.exception()}"
+    labels: dict[str, str | None] = {}
+    found_by: dict[str, Found | str] = {}
+    for name in names:
+        try:
+            labels[name] = scanning_service.workspace(name).label
+        except ConfigError as exc:  # this workspace's entry is broken: the others are looked at anyway
+            found_by[name] = f"not polled: {exc}"
+    looked = pending_in_history(history, labels, min(deadline, time.time() + LOCK_WAIT_SECONDS), busy)
+    if isinstance(looked, str):
+        return dg.SkipReason(looked)
+    to_poll = {}
+    for name, seen in looked.items():
+        if isinstance(seen, str):
+            found_by[name] = seen
+        elif seen.scans:
+            to_poll[name] = seen
         else:
-            found = future.result()
+            found_by[name] = seen if seen.behind else "no queued scans in the history"
+    futures = {}
+    if to_poll:  # only the workspaces with queued scans send requests, each with its own key and budget
+        pool = ThreadPoolExecutor(max_workers=min(len(to_poll), MAX_WORKSPACES_AT_ONCE),
+                                  thread_name_prefix="scan-poll")
+        try:
+            futures = {name: pool.submit(_finished_in, context, scanning_service, name, seen, deadline)
+                       for name, seen in to_poll.items()}
+            wait(futures.values(), timeout=WORKSPACE_BUDGET_SECONDS + 5)  # a last answer may still be arriving
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+    for name, future in futures.items():
+        if future.cancelled() or not future.done():
+            found_by[name] = (f"not polled within its {WORKSPACE_BUDGET_SECONDS:g} s budget (a slow service); "
+                              "polled again next tick")
+        elif future.exception() is not None:
+            found_by[name] = f"not polled: {type(future.exception()).__name__}: {future.exception()}"
+        else:
+            found_by[name] = future.result()
+    requests, waiting = [], []
+    for workspace in names:
+        found = found_by[workspace]
         if isinstance(found, str):
             waiting.append(f"{workspace}: {found}")
             continue
@@ -104,38 +127,38 @@ def _workspaces_with_a_run(instance: dg.DagsterInstance) -> set[str]:
     return {name for r in records if (name := r.dagster_run.tags.get("dagster/partition")) is not None}
 
 
-def pending_in_history(history: HistoryResource, label: str | None, wait_until: float,
-             busy: bool) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | str:
-    """The workspace's queued scans as the history holds them, and (unless a run of it is `busy`) its projects
-    whose issues are behind their scans; read-only and brief. A DuckDB file a run's step holds is waited for
-    until `wait_until`."""
+def pending_in_history(history: HistoryResource, labels: Mapping[str, str | None], wait_until: float,
+                       busy: Collection[str]) -> dict[str, Found | str] | str:
+    """What each followed workspace (name -> its label) holds: its queued scans and, unless a run of it is
+    `busy`, its projects whose issues are behind their scans (`Found`), or why there is nothing to look at;
+    or, for all of them, why the history cannot be read now. One read-only statement for every workspace
+    (sync/pending_by_workspace.sql): a connection and three statements apiece outlasted a tick at a thousand
+    workspaces. A DuckDB file a run's step holds is waited for until `wait_until`."""
+    key = {name: label or "" for name, label in labels.items()}
     try:
         with reader(history.location, wait_seconds=max(0.0, wait_until - time.time())) as conn:
-            workspace_id = current_workspace(conn, label)
-            if workspace_id is None:  # never read yet; a None here would match every workspace's scans
-                return "no history of this workspace yet"
-            scans = conn.execute(read_sql("sync/pending_scans.sql"),
-                                 {"workspace_id": workspace_id, "limit": MAX_POLLS_PER_TICK}).fetchall()
-            behind = [] if busy else conn.execute(read_sql("sync/issues_behind_scans.sql"),
-                                                  {"workspace_id": workspace_id}).fetchall()
-            return [tuple(r) for r in scans], [tuple(r) for r in behind]
+            rows = conn.execute(read_sql("sync/pending_by_workspace.sql"), {
+                "labels": sorted(set(key.values())), "idle": sorted({key[n] for n in key if n not in busy}),
+                "limit": MAX_POLLS_PER_TICK}).fetchall()
     except HistoryLockedError:
         return "history not readable now (a run is writing it); trying again next tick"
     except HistoryError as exc:  # the engine's own errors, whichever engine (a driver's are mapped to them)
         return f"history not readable now ({type(exc).__name__}); trying again next tick"
+    held: dict[str, Found] = {label: Found([], []) for kind, label, *_ in rows if kind == "known"}
+    for kind, label, first, second, _turn in rows:
+        if kind == "scan":
+            held[label].scans.append((first, second))
+        elif kind == "behind":
+            held[label].behind.append((first, second))
+    return {name: held.get(label, "no history of this workspace yet") for name, label in key.items()}
 
 
-def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceResource, history: HistoryResource,
-                 workspace: str, deadline: float, busy: bool) -> Found | str:
-    """This workspace's queued scans that have finished (or vanished) and its projects whose issues are behind
-    their scans, or why there is nothing to ask for; no request starts past `deadline`, and none waits past it."""
-    looked = pending_in_history(history, service.workspace(workspace).label,
-                                min(deadline, time.time() + LOCK_WAIT_SECONDS), busy)
-    if isinstance(looked, str):
-        return looked
-    pending, behind = looked
-    if not pending:
-        return Found([], behind) if behind else "no queued scans in the history"
+def _finished_in(context: dg.SensorEvaluationContext, service: ScanningServiceResource, workspace: str,
+                 held: Found, deadline: float) -> Found | str:
+    """Which of the workspace's queued scans (`held.scans`) have finished (or vanished), with its projects
+    whose issues are behind their scans, or why there is nothing to ask for; no request starts past
+    `deadline`, and none waits past it."""
+    pending, behind = held
     finished: list[tuple[str, str]] = []
     polled = 0
     try:

@@ -64,7 +64,7 @@ def test_a_file_held_by_a_writer_is_waited_for_within_the_budget_and_not_past_it
     proc = _held(path)
     looked: list[object] = []
     reading = threading.Thread(
-        target=lambda: looked.append(pending_in_history(history, None, time.time() + 60, busy=False)))
+        target=lambda: looked.append(pending_in_history(history, {"default": None}, time.time() + 60, busy=())))
     try:
         reading.start()
         while not clock.met_lock.wait(0.05):  # the reader met the writer's lock ...
@@ -73,10 +73,11 @@ def test_a_file_held_by_a_writer_is_waited_for_within_the_budget_and_not_past_it
     finally:
         _let_go(proc)
     reading.join(60)
-    assert looked == [([], [])]  # read once the writer let go
+    assert looked == [{"default": ([], [])}]  # read once the writer let go
 
     proc = _held(path)
     try:  # no time left in the budget: one line, and the next tick tries again
-        assert "not readable now (a run is writing it)" in pending_in_history(history, None, time.time(), busy=False)
+        assert "not readable now (a run is writing it)" in pending_in_history(history, {"default": None}, time.time(),
+                                                                          busy=())
     finally:
         _let_go(proc)
