@@ -5,7 +5,8 @@ from collections.abc import Iterator
 import dagster as dg
 
 from pipelines.core.sqlfiles import read_sql
-from pipelines.defs.resources import HistoryResource
+from pipelines.defs.resources import HistoryResource, ScanningServiceResource
+from pipelines.storage.workspaces import current_workspace
 
 # name -> (asset, description); the rows breaking it are counted by the column NAME of sql/checks/ASSET.sql.
 _CHECKS: dict[str, tuple[str, str]] = {
@@ -24,14 +25,21 @@ _CHECKS: dict[str, tuple[str, str]] = {
            for name, (asset, description) in _CHECKS.items()],
     can_subset=True, pool="duckdb", name="history_checks",
 )
-def _history_checks(context: dg.AssetCheckExecutionContext, history: HistoryResource) -> Iterator[dg.AssetCheckResult]:
+def _history_checks(context: dg.AssetCheckExecutionContext, history: HistoryResource,
+                    scanning_service: ScanningServiceResource) -> Iterator[dg.AssetCheckResult]:
     """Every selected check in one step and on one connection, and the checks of one table in one pass over
     it: a step or a DuckDB open apiece cost far more than the queries, and a pass apiece over the issues
-    most of the checks' time on PostgreSQL."""
+    most of the checks' time on PostgreSQL. A workspace's run checks that workspace's rows: a pass over every
+    workspace's at each run made the checks cost grow with the number of workspaces followed (a run of no
+    workspace, materialized by hand, checks them all)."""
     selected = {key.name for key in context.selected_asset_check_keys}
+    workspace = context.op_execution_context.run.tags.get("dagster/partition")
     with history.get_connection() as conn:
+        workspace_id = (current_workspace(conn, scanning_service.workspace(workspace).label)
+                        if workspace is not None else None)
         for asset in dict.fromkeys(asset for name, (asset, _) in _CHECKS.items() if name in selected):
-            cursor = conn.execute(read_sql(f"checks/{asset}.sql"))
+            cursor = conn.execute(read_sql(f"checks/{asset}.sql"),
+                                  {"workspace_id": workspace_id, "every": workspace is None})
             counts = dict(zip((column[0] for column in cursor.description), cursor.fetchall()[0], strict=True))
             for name in (name for name, (of, _) in _CHECKS.items() if of == asset and name in selected):
                 bad = int(counts[name] or 0)

@@ -35,13 +35,20 @@ def _evaluations(result: Any) -> dict[str, tuple[bool, int]]:
     return out
 
 
-def _run_checks() -> dict[str, tuple[bool, int]]:
+def _run_checks(workspace: str | None = None) -> dict[str, tuple[bool, int]]:
+    """The checks alone, in a run of `workspace` (its partition, as a run's tag says it), or of no workspace
+    (every row)."""
     from pipelines.defs.assets import ALL_ASSETS
     from pipelines.defs.checks import history_checks
+    from pipelines.defs.partitions import register
     from pipelines.defs.resources import default_resources
 
-    result = dg.materialize([*ALL_ASSETS, *history_checks], resources=default_resources(),
-                            instance=dg.DagsterInstance.ephemeral(), selection=dg.AssetSelection.all_asset_checks())
+    instance = dg.DagsterInstance.ephemeral()
+    if workspace is not None:
+        register(instance, [workspace])
+    result = dg.materialize([*ALL_ASSETS, *history_checks], resources=default_resources(), instance=instance,
+                            selection=dg.AssetSelection.all_asset_checks(),
+                            tags={"dagster/partition": workspace} if workspace is not None else None)
     assert result.success
     return _evaluations(result)
 
@@ -91,3 +98,14 @@ def test_a_broken_history_fails_the_checks_that_watch_it(synced) -> None:
         issues_on_it = backends.value(db, "SELECT count(*) FROM issues WHERE target_id = ?", [target])
         want["no_issues_of_unverified_targets"] = (False, issues_on_it)
     assert _run_checks() == want
+
+
+def test_a_workspaces_run_checks_its_own_rows(synced) -> None:
+    """A row broken in another workspace fails no check of this workspace's run (whose cost then stays the same
+    however many workspaces the history holds), and fails the run of no workspace, which checks every row.
+    Mutation that fails it: the checks' files without their workspace condition."""
+    db, _ = synced
+    fixed = backends.value(db, "SELECT min(id) FROM issues WHERE status = 'fixed'")
+    _write(db, f"UPDATE issues SET workspace_id = 'elsewhere', fixed_at = NULL WHERE id = '{fixed}'")
+    assert _run_checks("default") == dict.fromkeys(CHECKS, (True, 0))
+    assert _run_checks()["fixed_exactly_when_fixed_at"] == (False, 1)
