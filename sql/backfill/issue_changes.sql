@@ -11,7 +11,7 @@ CREATE TEMP TABLE _bf_changes AS
 WITH first_status AS (
     SELECT issue_id, arg_min(from_status, observed_at) AS from_value
     FROM issue_transitions
-    WHERE from_status IS NOT NULL
+    WHERE workspace_id = $workspace_id AND from_status IS NOT NULL
     GROUP BY issue_id
 ),
 spans AS (
@@ -26,7 +26,8 @@ spans AS (
         coalesce(fs.from_value, i.status) AS status_before
     FROM issues AS i
     LEFT JOIN first_status AS fs ON fs.issue_id = i.id
-    JOIN first_severities AS fv ON fv.issue_id = i.id
+    -- Joined on the workspace too: the view then ranks this workspace's events only, not every workspace's.
+    JOIN first_severities AS fv ON fv.workspace_id = i.workspace_id AND fv.issue_id = i.id
     WHERE i.workspace_id = $workspace_id AND i.first_seen_at IS NOT NULL AND i.severity IS NOT NULL
       AND (i.id IN (SELECT v.id FROM visible_issues AS v WHERE v.workspace_id = $workspace_id)
            OR i.hidden_reason = ANY(CAST($removal_reasons AS VARCHAR[]))
