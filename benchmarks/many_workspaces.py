@@ -7,7 +7,7 @@ N Pro workspaces, one workspaces file listing them all, `scanwatch sync` in a ch
 and all) on a fresh history, then again with nothing changed. For each sync: wall, CPU (the child and what
 it waited for), CPU per workspace, peak RSS (the child's own high-water mark, and its children's), and
 requests per workspace as the service counted them (two for an unchanged workspace is the contract's
-minimum). The rate limit is raised out of the way: what is measured is scanwatch, not the pacing.
+minimum), and on PostgreSQL the server's own CPU apart. The rate limit is raised out of the way: what is measured is scanwatch, not the pacing.
 
 `--tree DIR` runs the syncs from another source tree (`git archive <commit> | tar -x -C DIR`: its own code,
 this checkout's interpreter), to measure before and after a change on the same machine.
@@ -79,8 +79,36 @@ def _environment(sim: SimProcess, count: int, folder: Path, db: str) -> dict[str
     return {**workspaces_environment(sim, count, folder, db), "SCANWATCH_SNAPSHOT": str(folder / "snapshot")}
 
 
-def _sync(sim: SimProcess, count: int, env: dict[str, str], profile: Path | None = None, tree: Path = ROOT) -> dict:
+def server_cpu(server: object | None) -> float:
+    """CPU seconds the PostgreSQL server has spent: its postmaster and every backend, live or ended (a
+    backend's time is the postmaster's once it has reaped it); 0 without a server."""
+    if server is None:
+        return 0.0
+    postmaster = int((server.data_dir / "postmaster.pid").read_text().split()[0])  # type: ignore[attr-defined]
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in [postmaster, *_children(postmaster)]:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    return total / ticks
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
+            return [int(c) for c in fh.read().split()]
+    except OSError:
+        return []
+
+
+def _sync(sim: SimProcess, count: int, env: dict[str, str], profile: Path | None = None, tree: Path = ROOT,
+          server: object | None = None) -> dict:
     before = sim.request_count()
+    server_before = server_cpu(server)
     prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else [sys.executable]
     done = measured([*prefix, "-m", "pipelines.cli", "sync", "--quiet"], {**env, "PYTHONPATH": str(tree)},
                     timeout=7200, cwd=tree)
@@ -88,6 +116,7 @@ def _sync(sim: SimProcess, count: int, env: dict[str, str], profile: Path | None
         raise RuntimeError(f"sync of {count} workspaces failed: {done['out'][-1500:]}")
     requests = sim.request_count() - before
     return {"wall_s": round(done["seconds"], 1), "cpu_s": round(done["cpu"], 1),
+            "server_cpu_s": round(server_cpu(server) - server_before, 1),
             "cpu_per_workspace_s": round(done["cpu"] / count, 3), "peak_rss_mib": round(done["rss_mib"], 1),
             "requests": requests, "requests_per_workspace": round(requests / count, 2)}
 
@@ -101,12 +130,12 @@ def measure(count: int, engine: str, profile: bool = False, tree: Path = ROOT) -
                 tempfile.TemporaryDirectory(prefix="scanwatch-bench-many-") as tmp:
             db = server.url(server.create_database()) if server else str(Path(tmp) / "history.duckdb")
             env = _environment(sim, count, Path(tmp), db)
-            first = _sync(sim, count, env, tree=tree)
+            first = _sync(sim, count, env, tree=tree, server=server)
             print(f"[bench] {engine} {count}: first sync {first}", file=sys.stderr, flush=True)
             out = RESULTS / "many_workspaces.prof" if profile else None
             if out:
                 RESULTS.mkdir(parents=True, exist_ok=True)
-            again = _sync(sim, count, env, out, tree)
+            again = _sync(sim, count, env, out, tree, server)
             print(f"[bench] {engine} {count}: unchanged re-sync {again}", file=sys.stderr, flush=True)
     finally:
         if server:
@@ -127,12 +156,14 @@ def main(argv: list[str] | None = None) -> int:
             for engine in engines for n in counts]
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "many_workspaces.json").write_text(json.dumps(rows, indent=2))
-    print("engine | workspaces | sync | wall | CPU | CPU per workspace | peak RSS | requests per workspace")
+    print("engine | workspaces | sync | wall | CPU | CPU per workspace | server CPU | peak RSS | "
+          "requests per workspace")
     for row in rows:
         for name, key in (("first", "first_sync"), ("unchanged", "unchanged_resync")):
             r = row[key]
             print(f"{row['engine']} | {row['workspaces']} | {name} | {r['wall_s']} s | {r['cpu_s']} s | "
-                  f"{r['cpu_per_workspace_s']} s | {r['peak_rss_mib']} MiB | {r['requests_per_workspace']}")
+                  f"{r['cpu_per_workspace_s']} s | {r['server_cpu_s']} s | {r['peak_rss_mib']} MiB | "
+                  f"{r['requests_per_workspace']}")
     return 0
 
 
