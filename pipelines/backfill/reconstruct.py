@@ -120,8 +120,15 @@ def workspaces(conn: Connection) -> list[tuple[str, bool]]:
     return [(ws, bool(done)) for ws, done in conn.execute(_sql("workspaces")).fetchall()]
 
 
-def reconstruct(conn: Connection, *, now: datetime | None = None,
-                only_new: bool = False) -> list[Reconstruction]:
-    """Reconstruct every observed workspace (`only_new`: those never reconstructed, as after a first sync)."""
+def reconstruct(conn: Connection, *, now: datetime | None = None, only_new: bool = False,
+                workspace_id: str | None = None) -> list[Reconstruction]:
+    """Reconstruct every observed workspace, or the one `workspace_id` names (`only_new`: those never
+    reconstructed, as after a first sync).
+
+    A workspace's sync reconstructs its own workspace only: another whose first sync is under way may have
+    its account and not yet its issues, and its past reconstructed from that would be recorded as done; and
+    a first sync of many workspaces at once would reconstruct each of them once per run, in turn on each
+    workspace's lock."""
     now = now or datetime.now(UTC)
-    return [reconstruct_workspace(conn, ws, now=now) for ws, done in workspaces(conn) if not (only_new and done)]
+    return [reconstruct_workspace(conn, ws, now=now) for ws, done in workspaces(conn)
+            if not (only_new and done) and workspace_id in (None, ws)]
