@@ -4,9 +4,10 @@ One Dagster run per followed workspace (its partition), several at once: each ke
 budget, so K workspaces take about as long as the slowest one; their merges take DuckDB's writer in turn.
 Without `DAGSTER_HOME` the runs share this process: a few threads, each taking the next workspace when its
 run ends, each with one ephemeral instance for all its runs, a run forgotten once its outcome is read, so
-memory stays flat in the number of workspaces. With it, each run is a process of its own recording into
-that instance, as the schedules' runs do: in-process runs sharing its SQLite storage from several threads
-were seen to deadlock.
+memory stays flat in the number of workspaces; on a history that takes many writers at once (PostgreSQL),
+one such process per core once there are enough workspaces, all taking from one queue. With it, each run is
+a process of its own recording into that instance, as the schedules' runs do: in-process runs sharing its
+SQLite storage from several threads were seen to deadlock.
 """
 
 from __future__ import annotations
@@ -106,8 +107,10 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
     sys.stdout.flush()
     sys.stderr.flush()
     saved = {fd: os.dup(fd) for fd in (1, 2)}
+    processes = _run_processes(len(names))
     try:
-        parts = _in_threads(names, full_reconcile, console_level)
+        parts = (_in_threads(names, full_reconcile, console_level) if processes == 1
+                 else _in_thread_processes(names, full_reconcile, console_level, processes))
     finally:
         for fd, copy in saved.items():
             os.dup2(copy, fd)
@@ -115,14 +118,41 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
     return Outcome.combine(parts)
 
 
+def _run_processes(count: int) -> int:
+    """How many processes share `count` workspaces' runs (each running MAX_RUN_THREADS at once): one where the
+    history takes one writer at a time (a DuckDB file: its writers must be threads of one process), else one
+    per core, as long as each has MAX_RUN_THREADS workspaces to run. The runs' Python (Dagster's events, the
+    steps) holds the interpreter's lock: one process used one core of the machine, its database's work aside."""
+    from pipelines.core.settings import Settings
+    from pipelines.storage.destinations.impl import engine_for
+
+    if engine_for(Settings.load().history).capabilities.single_writer:
+        return 1
+    return max(1, min(os.cpu_count() or 1, MAX_RUN_PROCESSES, count // MAX_RUN_THREADS))
+
+
 def _in_threads(names: list[str], full_reconcile: bool, console_level: str) -> list[Outcome]:
     """At most MAX_RUN_THREADS runs at once, each thread taking the next workspace when its run ends, on one
     ephemeral instance per thread (created and closed in that thread: see `_materialize_workspace`). Ctrl-C
     stops the threads from starting another run; the runs under way end as they would."""
-    todo: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
+    todo: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
     for item in enumerate(names):
         todo.put(item)
+    for _ in range(MAX_RUN_THREADS):
+        todo.put(None)
     parts: list[Outcome | None] = [None] * len(names)
+    for index, part in _threads(todo, min(len(names), MAX_RUN_THREADS), full_reconcile, console_level):
+        parts[index] = part
+    return [part for part in parts if part is not None]
+
+
+class _Todo(Protocol):
+    def get(self) -> tuple[int, str] | None: ...
+
+
+def _threads(todo: _Todo, count: int, full_reconcile: bool, console_level: str) -> list[tuple[int, Outcome]]:
+    """`count` threads, each running the next workspace of `todo` (index, name) until it gives None."""
+    parts: list[tuple[int, Outcome]] = []
     errors: list[BaseException] = []
     stop = threading.Event()
 
@@ -130,17 +160,17 @@ def _in_threads(names: list[str], full_reconcile: bool, console_level: str) -> l
         try:
             with dg.DagsterInstance.ephemeral() as instance:
                 while not stop.is_set():
-                    try:
-                        index, name = todo.get_nowait()
-                    except queue.Empty:
+                    item = todo.get()
+                    if item is None or stop.is_set():
                         return
-                    parts[index] = _materialize_in(instance, name, full_reconcile, console_level, forget=True)
+                    index, name = item
+                    parts.append((index, _materialize_in(instance, name, full_reconcile, console_level,
+                                                         forget=True)))
         except BaseException as exc:  # re-raised in the calling thread, as a pool's map would
             errors.append(exc)
             stop.set()
 
-    threads = [threading.Thread(target=work, name=f"scanwatch-sync-{n}")
-               for n in range(min(len(names), MAX_RUN_THREADS))]
+    threads = [threading.Thread(target=work, name=f"scanwatch-sync-{n}") for n in range(count)]
     for thread in threads:
         thread.start()
     try:
@@ -153,7 +183,54 @@ def _in_threads(names: list[str], full_reconcile: bool, console_level: str) -> l
         raise
     if errors:
         raise errors[0]
+    return parts
+
+
+_TODO: Any = None  # in a run process of `_in_thread_processes`: the queue of workspaces all of them share
+
+
+def _in_thread_processes(names: list[str], full_reconcile: bool, console_level: str,
+                         processes: int) -> list[Outcome]:
+    """`processes` processes running threads (`_threads`), all taking the next workspace from one queue, so
+    none waits behind another's slow workspace; forked from a fork server that imported Dagster and the
+    assets once. Each leads a session of its own, so Ctrl-C reaches this command alone; it then interrupts
+    each process, whose runs under way end as they would."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["pipelines.commands.materialize"])
+    todo = context.Queue()
+    for item in enumerate(names):
+        todo.put(item)
+    for _ in range(processes * MAX_RUN_THREADS):
+        todo.put(None)
+    progress = _progress.isEnabledFor(logging.INFO) and bool(_progress.handlers)
+    pids = context.SimpleQueue()
+    parts: list[Outcome | None] = [None] * len(names)
+    with ProcessPoolExecutor(max_workers=processes, mp_context=context, initializer=_pool_started,
+                             initargs=(todo, progress, pids)) as pool:
+        futures = [pool.submit(_drain, full_reconcile, console_level) for _ in range(processes)]
+        try:
+            for future in futures:
+                for index, part in future.result():
+                    parts[index] = part
+        except KeyboardInterrupt:
+            while not pids.empty():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pids.get(), signal.SIGINT)
+            for future in futures:
+                with contextlib.suppress(BaseException):
+                    future.result()
+            raise
     return [part for part in parts if part is not None]
+
+
+def _pool_started(todo: Any, progress: bool, pids: multiprocessing.queues.SimpleQueue[int]) -> None:
+    global _TODO
+    _TODO = todo
+    _child_started(progress, pids)
+
+
+def _drain(full_reconcile: bool, console_level: str) -> list[tuple[int, Outcome]]:
+    return _threads(_TODO, MAX_RUN_THREADS, full_reconcile, console_level)
 
 
 _progress = logging.getLogger("scanwatch.progress")
