@@ -126,8 +126,11 @@ def _run_processes(count: int) -> int:
     from pipelines.core.settings import Settings
     from pipelines.storage.destinations.impl import engine_for
 
-    if engine_for(Settings.load().history).capabilities.single_writer:
+    settings = Settings.load()
+    if engine_for(settings.history).capabilities.single_writer:
         return 1
+    if settings.sync_processes is not None:
+        return max(1, min(settings.sync_processes, count))
     return max(1, min(os.cpu_count() or 1, MAX_RUN_PROCESSES, count // MAX_RUN_THREADS))
 
 

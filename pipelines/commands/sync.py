@@ -103,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         _ = settings.sync_deadline_seconds
         _ = settings.sla_days
         _ = settings.scan_targets
+        _ = settings.sync_processes
         ownership = settings.ownership  # a bad map is one line per problem, before anything runs
     except ConfigError as exc:
         for line in str(exc).splitlines() or [str(exc)]:

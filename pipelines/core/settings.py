@@ -116,6 +116,18 @@ class Settings:
         return value
 
     @property
+    def sync_processes(self) -> int | None:
+        """How many processes a CLI sync of many workspaces may run them in (`SCANWATCH_SYNC_PROCESSES`; unset:
+        one per core, from 16 workspaces: 8 a process). A history that takes one writer at a time (a DuckDB
+        file) is always synced by one."""
+        if not self.get("SCANWATCH_SYNC_PROCESSES").strip():
+            return None
+        value = self._int("SCANWATCH_SYNC_PROCESSES", 1)
+        if value < 1:
+            raise ConfigError(f"SCANWATCH_SYNC_PROCESSES must be a whole number from 1 (got {value})")
+        return value
+
+    @property
     def scan_cron(self) -> str:
         return self.get("SCANWATCH_SCAN_CRON", "0 3 * * *")
 
