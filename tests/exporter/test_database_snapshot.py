@@ -25,9 +25,9 @@ import pytest
 from exporters.server import serve
 from pipelines.core import milestones
 from pipelines.core.history_location import HistoryLocation
-from pipelines.snapshot.database import DatabaseStore, PolledStore
 from pipelines.snapshot.format import Limits, encode_snapshot, parse_snapshot
 from pipelines.storage import connect
+from pipelines.storage.destinations.impl.postgres.snapshot_store import DatabaseStore, PolledStore
 from pipelines.sync.snapshot import build_part, refresh_snapshot
 from tests.backends import point_at
 from tests.exporter.history import NOW, load_history

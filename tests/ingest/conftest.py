@@ -77,7 +77,7 @@ def exposition(db: Path | str) -> str:
     if not is_postgres(db):
         return generate_latest(build_registry(Path(db).with_name("scanwatch-metrics.json"))).decode()
     from pipelines.core.history_location import HistoryLocation
-    from pipelines.snapshot.database import PolledStore
+    from pipelines.storage.destinations.impl.postgres.snapshot_store import PolledStore
 
     store = PolledStore(HistoryLocation.parse(str(db)), poll_seconds=3600)
     try:

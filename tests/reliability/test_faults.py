@@ -124,7 +124,7 @@ def assert_snapshot_readable(db: Path | str) -> None:
         return
     from exporters.source import SnapshotSource
     from pipelines.core.history_location import HistoryLocation
-    from pipelines.snapshot.database import PolledStore
+    from pipelines.storage.destinations.impl.postgres.snapshot_store import PolledStore
 
     store = PolledStore(HistoryLocation.parse(str(db)), poll_seconds=3600)
     try:
@@ -211,8 +211,8 @@ def _matrix() -> list:
 def test_fault_mix_leaves_the_tables_of_a_clean_sync(seed, mix, engine, tmp_path_factory, history_on, figures,
                                                      notes):
     """Mutation that fails `3-lists_always_503-postgres` (the DuckDB cases pass): the PostgreSQL snapshot store
-    writing each part cut in half (`pipelines/snapshot/database.py`), so the part a failed run rebuilds to
-    show its failure is unreadable."""
+    writing each part cut in half (`pipelines/storage/destinations/impl/postgres/snapshot_store.py`), so the part
+    a failed run rebuilds to show its failure is unreadable."""
     faulty_scenario(seed, (MIXES | FAILING)[mix], tmp_path_factory.mktemp(f"f{seed}{mix}"), figures, notes,
                     db=history_on(engine, f"f{seed}{mix}"))
 
