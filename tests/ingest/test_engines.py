@@ -14,7 +14,7 @@ from tests.benchmarks.test_merge_unchanged import _issue
 from tests.helpers import merge_issues
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
-LATEST = max(v for v, _ in storage_db._migrations())
+LATEST = storage_db.latest_version()
 
 
 def test_every_migration_is_recorded_and_every_table_has_the_same_columns(new_history):
