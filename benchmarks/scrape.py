@@ -158,7 +158,7 @@ def _store(where: str):
     import psycopg
 
     from pipelines.core.history_location import HistoryLocation
-    from pipelines.snapshot.database import DatabaseStore
+    from pipelines.storage.destinations.impl.postgres.snapshot_store import DatabaseStore
 
     return DatabaseStore(psycopg.connect(where, autocommit=True), HistoryLocation(where))
 

@@ -86,9 +86,9 @@ def run(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             log.error("%s", exc)
             return 2
-        from pipelines.snapshot.database import PolledStore
+        from pipelines.storage.destinations.impl import engine_for
 
-        snapshot = PolledStore(history, limits=limits)  # read-only, its own connection; the password stays with libpq
+        snapshot = engine_for(history).polled_snapshot(history, limits)  # read-only, a connection of its own
         shown = f"{history.masked} (snapshot_parts)"
     from exporters.server import serve
 

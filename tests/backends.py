@@ -12,6 +12,7 @@ import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,174 @@ TABLES: dict[str, str] = {
 
 def is_postgres(db: str | Path) -> bool:
     return str(db).startswith(("postgresql://", "postgres://"))
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One engine as the tests reach it. What a test would otherwise ask the engine's name for is answered
+    here, once: how to make a fresh history, the driver's spelling, and where the two engines' contracts
+    differ on purpose (each capability says why), so a test body is one path on both."""
+
+    name: str
+    # The driver's positional placeholder (DuckDB's `?`, psycopg's `%s`).
+    mark: str
+    # The history keeps the primary keys of `issues` and `issue_events`, so the server refuses a second row of
+    # an id. DuckDB's history dropped them (sql/engines/duckdb/migrations/011_unkeyed_history.sql: their ART
+    # index held the whole history in a sync's memory); the `issue_ids_unique` check watches there instead.
+    keeps_keys: bool
+    # What a U+0000 in the service's text is stored as: PostgreSQL's text cannot hold it, the engine writes
+    # U+FFFD; DuckDB keeps it.
+    nul: str
+    # A backup waits for a writer that holds the history, and copies what it committed: DuckDB's writer locks the
+    # file. PostgreSQL's pg_dump reads the last committed state at once (MVCC) and waits for no one.
+    backup_waits_for_writer: bool
+    # The best-hidden write the engine's SQL can spell as a read, for the read door to refuse: PostgreSQL writes
+    # inside a WITH (a data-modifying CTE); DuckDB has no such thing, so a plain DELETE.
+    hidden_write: str
+
+    def fresh(self, request: Any, file: Path) -> str:
+        """A new, empty history as `SCANWATCH_DB` names it: the DuckDB file `file`, or a new database of the
+        session's PostgreSQL server (`pg_server`), which `drop` removes."""
+        if self.name == "duckdb":
+            return str(file)
+        server = request.getfixturevalue("pg_server")
+        return server.url(server.create_database())
+
+    def drop(self, request: Any, db: str | Path) -> None:
+        """Remove a history `fresh` made on the server (a DuckDB file goes with its temporary folder)."""
+        if self.name == "postgres":
+            request.getfixturevalue("pg_server").drop_database(str(db).rsplit("/", 1)[-1])
+
+
+    def copy(self, request: Any, db: str | Path, file: Path) -> str:
+        """A copy of the history `db` that a test may change: the DuckDB file copied to `file`, or a new database
+        of the session's server made from `db` as its template (nobody may be connected to it)."""
+        if self.name == "duckdb":
+            file.write_bytes(Path(db).read_bytes())
+            return str(file)
+        server = request.getfixturevalue("pg_server")
+        return server.url(server.create_database(template=str(db).rsplit("/", 1)[1]))
+
+    def as_reader(self, request: Any, db: str | Path) -> str | Path:
+        """`db` as the cookbook's readers are given it: a DuckDB file as it is (its readers are whoever may read
+        the file); a PostgreSQL database, built by the superuser, as the reader role of `scanwatch roles` (the
+        read door refuses a role that could write)."""
+        if self.name == "duckdb":
+            return db
+        from tests.postgres.roles import reader_url
+
+        return reader_url(request.getfixturevalue("pg_server"), str(db))
+
+
+BACKENDS = {"duckdb": Backend("duckdb", mark="?", keeps_keys=False, nul="\x00", backup_waits_for_writer=True,
+                              hidden_write="DELETE FROM issues"),
+            "postgres": Backend("postgres", mark="%s", keeps_keys=True, nul="\ufffd", backup_waits_for_writer=False,
+                                hidden_write="WITH gone AS (DELETE FROM issues RETURNING id) "
+                                             "SELECT count(*) FROM gone")}
+
+
+def backend_of(db: Any) -> Backend:
+    """The backend of a history (a path or a URL) or of one of scanwatch's open connections to it."""
+    engine = getattr(db, "engine", None)
+    if engine is not None:
+        return BACKENDS[engine.name]
+    return BACKENDS["postgres" if is_postgres(db) else "duckdb"]
+
+
+@contextmanager
+def writer(db: str | Path) -> Iterator[Any]:
+    """A read-write connection to the history with the engine's own driver (autocommit), for a change made
+    behind scanwatch's back; its `execute` takes `?` on either engine."""
+    if is_postgres(db):
+        import psycopg
+
+        with psycopg.connect(str(db), autocommit=True) as conn:
+            yield _Marks(conn)
+    else:
+        import duckdb
+
+        with duckdb.connect(str(db)) as conn:
+            yield conn
+
+
+class _Marks:
+    """A psycopg connection whose `execute` takes `?` placeholders, as DuckDB's does."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        return self.conn.execute(sql.replace("?", "%s") if params else sql, params or None)
+
+
+_HOLD_DUCKDB = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1])
+con.execute("BEGIN")
+con.execute(sys.argv[3])
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+con.execute("COMMIT")
+con.close()
+"""
+
+
+@contextmanager
+def holding_writer(db: str | Path, sql: str, seconds: float = 3.0) -> Iterator[None]:
+    """A writer holding the history inside the block, its transaction having run `sql` uncommitted, as a merge
+    under way; it has committed when the block ends. On PostgreSQL a transaction of this process, committed
+    as the block ends. DuckDB's lock is a process's: another process holds the file, and commits after
+    `seconds` (whatever waits for it inside the block is let go then); the block's end waits for it."""
+    if is_postgres(db):
+        import psycopg
+
+        with psycopg.connect(str(db)) as conn:
+            conn.execute(sql)
+            yield
+            conn.commit()
+        return
+    import subprocess
+    import sys
+
+    held = subprocess.Popen([sys.executable, "-c", _HOLD_DUCKDB, str(db), str(seconds), sql], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert held.stdout is not None and held.stdout.readline().strip() == "held"
+        yield
+        assert held.wait(30 + seconds) == 0
+    finally:
+        held.kill()
+        held.wait()
+
+
+def write(db: str | Path, sql: str, params: Sequence[Any] | None = None) -> None:
+    """`sql` (`?` for each parameter) on the history, committed, with the engine's own driver."""
+    with writer(db) as conn:
+        conn.execute(sql, params or [])
+
+
+def executemany(con: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    """`sql` (`?` for each parameter) once per row on scanwatch's open connection `con`, through the engine's
+    own driver (`driver_cursor`)."""
+    with driver_cursor(con) as cursor:
+        cursor.executemany(sql.replace("?", backend_of(con).mark), rows)
+
+
+def primary_keys(db: str | Path, tables: Sequence[str]) -> list[str]:
+    """The tables among `tables` that have a primary key, sorted, read from each engine's own catalogue."""
+    if is_postgres(db):
+        sql = ("SELECT table_name FROM information_schema.table_constraints WHERE constraint_type = 'PRIMARY KEY' "
+               "AND table_schema = current_schema()")
+    else:
+        sql = "SELECT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY'"
+    return sorted({name for (name,) in rows(db, sql) if name in tables})
+
+
+def temp_views(db: str | Path) -> int:
+    """The temporary views any session of the history holds now, as the engine lists them."""
+    if is_postgres(db):
+        return int(value(db, "SELECT count(*) FROM pg_views WHERE schemaname LIKE 'pg_temp%'"))
+    return int(value(db, "SELECT count(*) FROM duckdb_views() WHERE temporary AND NOT internal"))
 
 
 @contextmanager

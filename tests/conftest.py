@@ -100,25 +100,21 @@ def pg_database(pg_server):
 
 
 @pytest.fixture(params=["duckdb", "postgres"])
-def new_history(request, tmp_path):
+def new_history(request, tmp_path_factory):
     """Makes fresh, empty histories on one engine, then the other, as `SCANWATCH_DB` names them: a DuckDB
     file's path, or a PostgreSQL database's URL (tests/backends.py reads either). For the tests that prove
     engine behaviour; the rest keep DuckDB alone."""
-    made: list[str] = []
+    from tests.backends import BACKENDS
+
+    backend, made = BACKENDS[request.param], []
 
     def make() -> str:
-        if request.param == "duckdb":
-            made.append(str(tmp_path / f"history-{len(made)}.duckdb"))
-            return made[-1]
-        server = request.getfixturevalue("pg_server")
-        made.append(server.create_database())
-        return server.url(made[-1])
+        made.append(backend.fresh(request, tmp_path_factory.mktemp("history") / "history.duckdb"))
+        return made[-1]
 
     yield make
-    if request.param == "postgres":
-        server = request.getfixturevalue("pg_server")
-        for name in made:
-            server.drop_database(name)
+    for db in made:
+        backend.drop(request, db)
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ connection, merge issues held in memory, and write a whole snapshot as one file 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,24 @@ def served(state: SnapshotState) -> dict[str, Any] | None:
     """Every part an exporter's source serves, as one document (a scrape serves the parts one by one)."""
     docs = [p.doc for p in state.parts.values() if p.doc is not None]
     return merge_documents(docs) if docs else None
+
+
+@contextmanager
+def served_snapshot(db: str | Path) -> Iterator[Path | SnapshotStore]:
+    """The snapshot the exporter serves by default for the history `db`, found as `exporters/cli.py` finds it:
+    the history's own store (polled) where the history keeps the snapshot, else the folder beside its file."""
+    from pipelines.core.settings import Settings
+    from pipelines.storage.destinations.impl import engine_for
+
+    settings = Settings.load({"SCANWATCH_DB": str(db)})
+    if not settings.snapshot_in_history:
+        yield settings.paths.snapshot
+        return
+    store = engine_for(settings.history).polled_snapshot(settings.history)
+    try:
+        yield store
+    finally:
+        store.close()  # type: ignore[attr-defined]  # the polled store's thread
 
 
 def build_registry(snapshot: Path | SnapshotStore, *, critical_info_limit: int = 0,

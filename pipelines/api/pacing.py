@@ -97,8 +97,11 @@ class Pacer:
             self.remaining = self.limit
             self.reset = self.reset_reported = None
 
-    def _wait_needed(self, now: float) -> tuple[float, bool]:
-        """Seconds to wait before sending, and whether that wait is for an in-flight answer (not a sleep)."""
+    def wait_needed(self, now: float) -> tuple[float, bool]:
+        """Seconds to wait before a request sent at `now`, and whether that wait is for an in-flight answer (not a
+        sleep): the pacing decision itself, which `acquire` acts on. Public because it is the whole policy in one
+        answer, checkable against the headers seen without a thread waiting; it may roll the window over, so
+        call it under the pacer's lock (as `acquire` does) or where one thread alone uses the pacer."""
         if now < self.blocked_until:
             return self.blocked_until - now, False
         self._roll_over(now)
@@ -165,7 +168,7 @@ class Pacer:
         while True:
             with self._cond:
                 now = self._clock()
-                wait, for_answer = self._wait_needed(now)
+                wait, for_answer = self.wait_needed(now)
                 if deadline is not None and now + max(wait, 0.0) > deadline:
                     raise DeadlineExceededError(
                         "sync deadline passed", code="sync_deadline",

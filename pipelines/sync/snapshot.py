@@ -3,9 +3,9 @@
 The exporter never opens a DuckDB history (a read-write holder locks the file even for readers), so the
 pipeline hands it small JSON documents instead: one part per workspace (`pipelines/snapshot/store.py`), as
 files in a folder beside a DuckDB history, or as rows of a PostgreSQL history's own `snapshot_parts` table
-(`pipelines/snapshot/database.py`), so that run pods and the exporter share no disk. The database computes
-every aggregate (`sql/snapshot/*.sql`, one text both engines run, one query per table, each filtered to the
-part's workspace first, so a part costs what its workspace holds); this module runs them in one read
+(`storage/destinations/impl/postgres/snapshot_store.py`), so that run pods and the exporter share no disk. The
+database computes every aggregate (`sql/snapshot/*.sql`, one text both engines run, one query per table, each
+filtered to the part's workspace first, so a part costs what its workspace holds); this module runs them in one read
 transaction, labels the result and replaces the workspace's part atomically. A workspace's run rebuilds its
 own part only: a tick of K workspaces costs K builds of one workspace, not K builds of all of them.
 """

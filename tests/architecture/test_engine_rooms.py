@@ -4,8 +4,9 @@ touches a database driver, so a driver's error never reaches a caller that would
 
 `HistoryLocation` (`pipelines/core/history_location.py`) is the one place that reads `SCANWATCH_DB` as a
 path or a URL, and the factory (`destinations/impl/__init__.py`) the one place that turns that into an
-engine. The exporter's store of a PostgreSQL-kept snapshot (`pipelines/snapshot/database.py`) opens its own
-read-only connection: it stands below the engines (the exporter imports the snapshot contract only).
+engine. The exporter's store of a PostgreSQL-kept snapshot is the engine's too
+(`impl/postgres/snapshot_store.py`): the exporter's command asks the factory for it, and the rest of the
+exporter reads the snapshot contract only.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from tests.architecture.test_layers import ROOT, modules
 ENGINES = "pipelines.storage.destinations.impl"
 LOCATION = "pipelines.core.history_location"
 DRIVERS = {"duckdb", "psycopg", "psycopg_pool", "psycopg2"}
-# module -> the drivers it may import outside the engines' rooms, and why
-DRIVER_ALLOWED = {"pipelines.snapshot.database": {"psycopg"}}  # the exporter's poll of snapshot_parts
+# module -> the drivers it may import outside the engines' rooms, and why (none: every driver is in a room)
+DRIVER_ALLOWED: dict[str, set[str]] = {}
 
 
 def _inside(module: str) -> bool:
@@ -73,6 +74,8 @@ def test_a_branch_or_a_driver_outside_the_engines_is_caught():
     sources = modules(ROOT)
     sources["pipelines.storage.db"] += ("\n\ndef added(conn, location):\n    import duckdb\n"
                                         "    return location.is_postgres or conn.engine.name == 'postgres'\n")
+    sources["pipelines.snapshot.store"] += "\n\ndef added():\n    from psycopg import sql\n"
     assert [line.split(" ", 1)[1] for line in engine_branches(sources)] == ["asks is_postgres",
                                                                             "compares engine.name"]
-    assert [line.split(" ", 1)[1] for line in driver_imports(sources)] == ["imports duckdb"]
+    assert [line.split(" ", 1)[1] for line in driver_imports(sources)] == ["imports psycopg",
+                                                                           "imports duckdb"]

@@ -31,8 +31,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                   "pipelines.backfill.openmetrics", "pipelines.cli")),
     ("exporter", ("exporters", "exporters.*")),
 ]
-# What the exporter may take from `pipelines`: the snapshot contract anywhere, and its command the one settings object.
-EXPORTER_MAY_IMPORT = {"exporters.cli": {"pipelines.core.settings"}}
+# What the exporter may take from `pipelines`: the snapshot contract anywhere, and its command (the composition
+# root) the one settings object and the engine factory, which hands out a PostgreSQL history's snapshot store.
+EXPORTER_MAY_IMPORT = {"exporters.cli": {"pipelines.core.settings", "pipelines.storage.destinations.impl"}}
 
 
 def modules(root: Path) -> dict[str, str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from simulator.testing import SimConfig, serve_simulator
-from tests.backends import point_at
+from tests.backends import BACKENDS, point_at
 
 
 @pytest.fixture(scope="module", params=["duckdb", "postgres"])
@@ -17,19 +17,11 @@ def synced(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
                                                                                                           object]]:
     """A history after one first sync of the small world (driven clock), and the simulator still serving: a
     DuckDB file's path, or a PostgreSQL database's URL."""
-    from pipelines.commands.materialize import materialize_all
-
-    server = request.getfixturevalue("pg_server") if request.param == "postgres" else None
-    db: Path | str = (server.url(server.create_database()) if server
-                      else tmp_path_factory.mktemp("backfill") / "history.duckdb")
+    db: Path | str = BACKENDS[request.param].fresh(request, tmp_path_factory.mktemp("backfill") / "history.duckdb")
     with serve_simulator(SimConfig(seed=11, scale="small", clock="driven", rate_limit=100000)) as sim, \
             pytest.MonkeyPatch.context() as mp:
         point_at(mp, sim, db)
-        if server is None:
-            outcome = materialize_all(console_level="CRITICAL")
-            assert outcome.success, outcome.error
-        else:
-            _first_sync_without_snapshot()
+        _first_sync_without_snapshot()
         yield db, sim
 
 

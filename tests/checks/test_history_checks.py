@@ -53,20 +53,6 @@ def _run_checks(workspace: str | None = None) -> dict[str, tuple[bool, int]]:
     return _evaluations(result)
 
 
-def _write(db: str, sql: str) -> None:
-    """A change behind scanwatch's back, with the engine's own driver."""
-    if backends.is_postgres(db):
-        import psycopg
-
-        with psycopg.connect(db, autocommit=True) as conn:
-            conn.execute(sql)
-    else:
-        import duckdb
-
-        with duckdb.connect(db) as conn:
-            conn.execute(sql)
-
-
 def test_a_synced_history_passes_every_check(synced) -> None:
     _, evaluations = synced
     assert evaluations == dict.fromkeys(CHECKS, (True, 0))
@@ -82,17 +68,17 @@ def test_a_broken_history_fails_the_checks_that_watch_it(synced) -> None:
         db, "SELECT t.id FROM targets AS t JOIN issues AS i ON i.target_id = t.id WHERE t.kind = 'domain' "
             "AND t.verified GROUP BY t.id ORDER BY count(*) DESC, t.id LIMIT 1")
     assert fixed and opened and moved != opened
-    _write(db, f"UPDATE issues SET fixed_at = NULL WHERE id = '{fixed}'")
-    _write(db, f"UPDATE issues SET last_seen_at = first_seen_at - INTERVAL '1 day' WHERE id = '{opened}'")
-    _write(db, f"UPDATE issues SET target_id = 'no-such-target' WHERE id = '{moved}'")
+    backends.write(db, f"UPDATE issues SET fixed_at = NULL WHERE id = '{fixed}'")
+    backends.write(db, f"UPDATE issues SET last_seen_at = first_seen_at - INTERVAL '1 day' WHERE id = '{opened}'")
+    backends.write(db, f"UPDATE issues SET target_id = 'no-such-target' WHERE id = '{moved}'")
     # The service hides the issues of an unproved site: rows read while it was unproved should not exist.
-    _write(db, f"UPDATE targets SET verified = FALSE WHERE id = '{target}'")
+    backends.write(db, f"UPDATE targets SET verified = FALSE WHERE id = '{target}'")
     issues_on_it = backends.value(db, "SELECT count(*) FROM issues WHERE target_id = ?", [target])
     want = {"fixed_exactly_when_fixed_at": (False, 1), "last_seen_not_before_first_seen": (False, 1),
             "issue_targets_exist": (False, 1), "no_issues_of_unverified_targets": (False, issues_on_it),
             "scan_ids_unique": (True, 0), "issue_ids_unique": (True, 0)}
-    if not backends.is_postgres(db):  # PostgreSQL keeps the key of `issues`: a second row is refused there
-        _write(db, f"INSERT INTO issues SELECT * FROM issues WHERE id = '{fixed}'")
+    if not backends.backend_of(db).keeps_keys:  # where the server keeps the key, it refuses a second row itself
+        backends.write(db, f"INSERT INTO issues SELECT * FROM issues WHERE id = '{fixed}'")
         want["issue_ids_unique"] = (False, 1)
         want["fixed_exactly_when_fixed_at"] = (False, 2)
         issues_on_it = backends.value(db, "SELECT count(*) FROM issues WHERE target_id = ?", [target])

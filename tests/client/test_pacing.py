@@ -22,9 +22,9 @@ def headers(limit: int, remaining: int, reset: float) -> dict[str, str]:
 
 def test_first_request_is_a_single_probe() -> None:
     pacer = Pacer(clock=FakeClock().time)
-    assert pacer._wait_needed(0) == (0.0, False)
+    assert pacer.wait_needed(0) == (0.0, False)
     pacer.in_flight = 1
-    assert pacer._wait_needed(0)[1] is True  # wait for the first answer's headers
+    assert pacer.wait_needed(0)[1] is True  # wait for the first answer's headers
 
 
 def test_remaining_minus_in_flight_above_reserve() -> None:
@@ -35,9 +35,9 @@ def test_remaining_minus_in_flight_above_reserve() -> None:
     pacer.acquire()
     pacer.acquire()  # 4 - 1 in flight = 3 > 1
     assert pacer.in_flight == 2
-    assert pacer._wait_needed(clock.time()) == (0.0, False)  # 4 - 2 = 2 > 1
+    assert pacer.wait_needed(clock.time()) == (0.0, False)  # 4 - 2 = 2 > 1
     pacer.in_flight = 3
-    assert pacer._wait_needed(clock.time())[1] is True  # 4 - 3 = 1: wait for an answer, not for the reset
+    assert pacer.wait_needed(clock.time())[1] is True  # 4 - 3 = 1: wait for an answer, not for the reset
 
 
 def test_spent_budget_sleeps_until_reset_plus_margin() -> None:
@@ -55,12 +55,12 @@ def test_first_half_in_a_burst_then_spread_to_the_reset() -> None:
     pacer = Pacer(clock=clock.time, sleep=clock.sleep, reserve=1, burst=0.5)
     pacer.acquire()
     pacer.release(headers(100, 80, T + 60))
-    assert pacer._wait_needed(clock.time()) == (0.0, False)  # 80 left of 100: still in the burst share
+    assert pacer.wait_needed(clock.time()) == (0.0, False)  # 80 left of 100: still in the burst share
     pacer.release(headers(100, 50, T + 60))
     pacer.acquire()  # past the burst share: spaced by time left / (usable + 1) since the last send
     assert clock.sleeps == [pytest.approx(60 / 50)]
     pacer.release(headers(100, 49, T + 60))
-    wait, for_answer = pacer._wait_needed(clock.time())
+    wait, for_answer = pacer.wait_needed(clock.time())
     assert not for_answer and wait == pytest.approx((T + 60 - clock.time()) / 49)
 
 
@@ -162,7 +162,7 @@ def test_another_clients_spending_is_measured_and_left_room() -> None:
     second = pacer.acquire()
     pacer.release(headers(100, 19, T + 10), second)  # 21 gone in 2 s, one of them ours: 10 a second elsewhere
     assert pacer.foreign_rate == pytest.approx(10.0)
-    wait, for_answer = pacer._wait_needed(clock.time())
+    wait, for_answer = pacer.wait_needed(clock.time())
     assert not for_answer and wait == pytest.approx(8 + pacer.margin)  # the rest of the window is theirs
 
 
@@ -194,14 +194,14 @@ def test_alone_an_earlier_request_counted_after_the_first_answer_is_not_another_
     clock.now += 0.3
     pacer.release(headers(20, 17, T + 20), after)
     assert pacer.foreign_rate == 0
-    assert pacer._wait_needed(clock.time())[0] < 1.0  # the window's budget is still ours to spread
+    assert pacer.wait_needed(clock.time())[0] < 1.0  # the window's budget is still ours to spread
 
 
 def test_a_service_without_rate_headers_is_not_throttled_to_one_request() -> None:
     pacer = Pacer(clock=FakeClock(T).time)
     pacer.release({"request-id": "r"}, pacer.acquire(), success=True)
     pacer.acquire()
-    assert pacer._wait_needed(T) == (0.0, False) and pacer.headerless
+    assert pacer.wait_needed(T) == (0.0, False) and pacer.headerless
     pacer.release(headers(100, 50, T + 60), pacer.acquire(), success=True)
     assert not pacer.headerless
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.storage.db import connect
+from tests.backends import BACKENDS, backend_of
 
 from . import history
 
@@ -19,7 +20,7 @@ MIDNIGHT_MARGIN = dt.timedelta(seconds=60)
 def _story(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Where the hand-made history lives, the day it tells and the moment it was built."""
     return {"folder": tmp_path_factory.mktemp("cookbook"), "day": None, "built_at": None, "path": None,
-            "postgres": {}}
+            "stories": {}, "built_at_of": {}}
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +39,8 @@ def story_of_today(_story: dict) -> dict:
         history.tell(today)
         path = _story["folder"] / f"history-{today.isoformat()}.duckdb"
         _story.update(day=today, path=path, built_at=history.build(path))
+        _story["stories"][("duckdb", today)] = path
+        _story["built_at_of"][str(path)] = _story["built_at"]
     return _story
 
 
@@ -57,11 +60,7 @@ def as_reader(request: pytest.FixtureRequest) -> Callable[[Path | str], Path | s
     built by the superuser, read as the reader role of `scanwatch roles` (the read door refuses a role that
     could write)."""
     def reader(db: Path | str) -> Path | str:
-        if isinstance(db, Path) or not str(db).startswith("postgresql://"):
-            return db
-        from tests.postgres.roles import reader_url
-
-        return reader_url(request.getfixturevalue("pg_server"), str(db))
+        return backend_of(db).as_reader(request, db)
 
     return reader
 
@@ -71,36 +70,27 @@ def story_db(request: pytest.FixtureRequest, story_of_today: dict,
              as_reader: Callable[[Path | str], Path | str]) -> Path | str:
     """The same hand-made history on each engine: the DuckDB file, then a PostgreSQL database built alike (once
     a day, as the file is) and read as the reader role, so every cookbook answer is checked on both."""
-    if request.param == "duckdb":
-        return story_of_today["path"]
-    day = story_of_today["day"]
-    if day not in story_of_today["postgres"]:
-        server = request.getfixturevalue("pg_server")
-        url = server.url(server.create_database())
-        built = history.build(url)
-        story_of_today["postgres"][day] = (as_reader(url), built)
-    return story_of_today["postgres"][day][0]
+    key = (request.param, story_of_today["day"])
+    if key not in story_of_today["stories"]:  # the DuckDB file is today's story already
+        db = BACKENDS[request.param].fresh(request, story_of_today["folder"] / "story.duckdb")
+        built = history.build(db)
+        story_of_today["stories"][key] = as_reader(db)
+        story_of_today["built_at_of"][str(as_reader(db))] = built
+    return story_of_today["stories"][key]
 
 
 @pytest.fixture
 def story_built_at(story_db: Path | str, story_of_today: dict) -> dt.datetime:
     """When the story of `story_db` was built."""
-    if isinstance(story_db, Path):
-        return story_of_today["built_at"]
-    return story_of_today["postgres"][story_of_today["day"]][1]
+    return story_of_today["built_at_of"][str(story_db)]
 
 
 @pytest.fixture
 def story_copy(story_db: Path | str, request: pytest.FixtureRequest, tmp_path: Path):
-    """Makes a copy of `story_db` on its engine that a test may change: a file copy, or a database made from the
-    story's as its template."""
+    """Makes a copy of `story_db` on its engine that a test may change (`Backend.copy`)."""
     def make() -> Path | str:
-        if isinstance(story_db, Path):
-            copy = tmp_path / f"copy-{len(list(tmp_path.glob('copy-*')))}.duckdb"
-            copy.write_bytes(story_db.read_bytes())
-            return copy
-        server = request.getfixturevalue("pg_server")
-        return server.url(server.create_database(template=story_db.rsplit("/", 1)[1]))
+        return backend_of(story_db).copy(request, story_db, tmp_path / f"copy-{len(list(tmp_path.glob('copy-*')))}"
+                                                                       ".duckdb")
 
     return make  # the superuser's URL: a test writes its change, then reads through `as_reader`
 
@@ -110,11 +100,7 @@ def story_empty(story_db: Path | str, request: pytest.FixtureRequest, tmp_path: 
                 as_reader: Callable[[Path | str], Path | str]):
     """Makes an empty history, migrated, on the engine of `story_db`, as its reader reads it."""
     def make() -> Path | str:
-        if isinstance(story_db, Path):
-            db: Path | str = tmp_path / f"empty-{len(list(tmp_path.glob('empty-*')))}.duckdb"
-        else:
-            server = request.getfixturevalue("pg_server")
-            db = server.url(server.create_database())
+        db = backend_of(story_db).fresh(request, tmp_path / f"empty-{len(list(tmp_path.glob('empty-*')))}.duckdb")
         connect(db).close()
         return as_reader(db)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.storage.db import connect
-from tests.backends import driver_cursor, is_postgres
+from tests.backends import executemany
 
 WS = "ws-1"
 _story: dict[str, dt.date] = {}
@@ -147,27 +147,23 @@ def sync_runs(now: dt.datetime) -> list[tuple[Any, ...]]:
     ]
 
 
-def _insert(con: Any, mark: str, table: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
-    """Rows through the engine's own driver (`?` on DuckDB, `%s` on psycopg)."""
+def _insert(con: Any, table: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    """Rows through the engine's own driver."""
     cols = ", ".join(f'"{c}"' for c in columns)
-    marks = ", ".join(mark for _ in columns)
-    with driver_cursor(con) as cursor:
-        cursor.executemany(f"INSERT INTO {table} ({cols}) VALUES ({marks})", rows)
+    executemany(con, f"INSERT INTO {table} ({cols}) VALUES ({', '.join('?' for _ in columns)})", rows)
 
 
 def build(db: Path | str) -> dt.datetime:
     """Create the schema from the migrations, as the pipeline does, then write the history above: in a DuckDB
     file (a path) or a PostgreSQL database (a URL)."""
-    con = connect(db if is_postgres(db) else Path(db))
-    mark = "%s" if is_postgres(db) else "?"
+    con = connect(db)
     try:
         seen = at(-40)
-        _insert(con, mark, "accounts",
+        _insert(con, "accounts",
                 ["workspace_id", "workspace_name", "plan", "first_observed_at", "last_observed_at"],
                 [(WS, "Acme Corp", "pro", seen, midnight())])
         _insert(
             con,
-            mark,
             "projects",
             ["workspace_id", "id", "name", "score", "grade", "open_issues", "paused", "first_observed_at",
              "last_observed_at", "removed_at"],
@@ -175,7 +171,6 @@ def build(db: Path | str) -> dt.datetime:
         )
         _insert(
             con,
-            mark,
             "targets",
             ["workspace_id", "id", "project_id", "kind", "address", "verified", "hidden_issues",
              "first_observed_at", "last_observed_at", "removed_at"],
@@ -184,7 +179,6 @@ def build(db: Path | str) -> dt.datetime:
         address = {t[0]: t[3] for t in targets()}
         _insert(
             con,
-            mark,
             "issues",
             ["workspace_id", "id", "project_id", "target_id", "address", "control_id", "family", "severity",
              "status", "title", "first_seen_at", "last_seen_at", "fixed_at", "first_observed_at", "last_observed_at"],
@@ -197,7 +191,6 @@ def build(db: Path | str) -> dt.datetime:
         project_of = {i[0]: (i[1], i[2]) for i in issues()}
         _insert(
             con,
-            mark,
             "issue_events",
             ["workspace_id", "issue_id", "project_id", "target_id", "severity", "observed_at", "event",
              "from_value", "to_value"],
@@ -205,7 +198,6 @@ def build(db: Path | str) -> dt.datetime:
         )
         _insert(
             con,
-            mark,
             "score_snapshots",
             ["workspace_id", "observed_at", "project_id", "target_id", "score", "grade", "open_issues",
              "hidden_issues"],
@@ -213,7 +205,6 @@ def build(db: Path | str) -> dt.datetime:
         )
         _insert(
             con,
-            mark,
             "quota_snapshots",
             ["workspace_id", "observed_at", "quota", "limit", "used", "remaining", "period_start", "period_end"],
             [(WS, *row) for row in quotas()],
@@ -221,7 +212,6 @@ def build(db: Path | str) -> dt.datetime:
         now = dt.datetime.now(dt.UTC)
         _insert(
             con,
-            mark,
             "sync_runs",
             ["workspace_id", "run_id", "asset", "started_at", "finished_at", "status", "requests", "retries",
              "rate_limited", "rows_written", "error"],

@@ -36,11 +36,6 @@ EXPECTED_QUERIES = {
 }
 
 
-def _history(db: str) -> Path | str:
-    """`engine_db` as scanwatch's `connect` and the read door take it: a DuckDB file is a path."""
-    return db if backends.is_postgres(db) else Path(db)
-
-
 def run(db: Path | str, name: str) -> list[dict[str, Any]]:
     columns, rows = execute_read_only(db, sqlfiles.cookbook()[name].sql)
     return [dict(zip(columns, row, strict=True)) for row in rows]
@@ -106,12 +101,12 @@ def test_open_issues_by_day_is_in_utc_whatever_the_session_time_zone(story_db: P
 
 def test_open_issues_by_day_last_row_is_now_even_when_the_service_clock_is_ahead(
         engine_db: str, as_reader: Callable[[Path | str], Path | str]) -> None:
-    db = _history(engine_db)
-    with connect(db) as con, backends.driver_cursor(con) as cursor:
-        cursor.executemany(
+    db = engine_db
+    with connect(db) as con:
+        backends.executemany(
+            con,
             "INSERT INTO issues (workspace_id, id, project_id, target_id, severity, status, first_seen_at, fixed_at,"
-            " last_seen_at, first_observed_at, last_observed_at) VALUES ('w', ?, 'p', 't', ?, ?, ?, ?, ?, ?, ?)"
-            .replace("?", "%s" if backends.is_postgres(db) else "?"),
+            " last_seen_at, first_observed_at, last_observed_at) VALUES ('w', ?, 'p', 't', ?, ?, ?, ?, ?, ?, ?)",
             [
                 ("a", "high", "open", at(-1, 6), None, at(2), at(0), at(0)),
                 ("b", "low", "open", at(2, 3), None, at(2, 3), at(0), at(0)),  # "first seen" the day after tomorrow

@@ -23,7 +23,7 @@ import pytest
 
 from exporters.server import serve
 from pipelines.core.history_location import HistoryLocation
-from pipelines.snapshot.database import PolledStore
+from pipelines.storage.destinations.impl.postgres.snapshot_store import PolledStore
 from tests.deploy.conftest import BIN, ROOT, child_env
 from tests.pg_server import PgServer
 

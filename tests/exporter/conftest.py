@@ -16,16 +16,14 @@ def history_conn():
 
 @pytest.fixture
 def fresh_history(new_history):
-    """Makes fresh, migrated histories on DuckDB (in memory, as `fresh_db`), then on a real PostgreSQL: for the
-    tests of what the snapshot holds, which both engines must compute alike."""
+    """Makes fresh, migrated histories on DuckDB, then on a real PostgreSQL: for the tests of what the snapshot
+    holds, which both engines must compute alike."""
     from pipelines.storage import connect
-    from tests.backends import is_postgres
 
     opened = []
 
     def make():
-        db = new_history()
-        conn = connect(db) if is_postgres(db) else fresh_db()
+        conn = connect(new_history())
         opened.append(conn)
         return conn
 

@@ -13,6 +13,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.backends import backend_of
 from tests.exporter.history import fresh_db
 from tests.helpers import build_registry, build_snapshot, write_snapshot
 
@@ -60,9 +61,8 @@ class History:
                 "location": location, "explanation": "the risk", "evidence": "password=*****",
                 "first_seen_at": at(minutes), "first_observed_at": at(minutes), "last_observed_at": at(minutes),
                 **extra}
-        if getattr(getattr(self.conn, "engine", None), "name", "") == "postgres":  # its text holds no NUL: the
-            # engine stores U+FFFD for one
-            cols = {k: v.replace("\x00", "\ufffd") if isinstance(v, str) else v for k, v in cols.items()}
+        nul = backend_of(self.conn).nul  # what the engine stores for a NUL of the service's text
+        cols = {k: v.replace("\x00", nul) if isinstance(v, str) else v for k, v in cols.items()}
         names = ", ".join(f'"{c}"' for c in cols)
         # The issue's current state, as the merge leaves it: one row per id.
         self.conn.execute("DELETE FROM issues WHERE id = ?", [iid])

@@ -25,9 +25,9 @@ import pytest
 from exporters.server import serve
 from pipelines.core import milestones
 from pipelines.core.history_location import HistoryLocation
-from pipelines.snapshot.database import DatabaseStore, PolledStore
 from pipelines.snapshot.format import Limits, encode_snapshot, parse_snapshot
 from pipelines.storage import connect
+from pipelines.storage.destinations.impl.postgres.snapshot_store import DatabaseStore, PolledStore, connect_reader
 from pipelines.sync.snapshot import build_part, refresh_snapshot
 from tests.backends import point_at
 from tests.exporter.history import NOW, load_history
@@ -425,18 +425,18 @@ def test_a_part_claiming_another_workspaces_label_is_unreadable_and_makes_no_dup
 
 
 def test_the_exporters_session_cannot_write(in_history: str) -> None:
+    """Every connection of the exporter's poll is `connect_reader`'s: the one it reads with refuses writes."""
     with connect(in_history) as conn:
         refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
-    store = PolledStore(HistoryLocation.parse(in_history), poll_seconds=60)
+    own = connect_reader(HistoryLocation.parse(in_history))
     try:
-        assert store.keys()
-        own = store._store.conn  # the exporter's own connection, as its poll uses it
+        assert DatabaseStore(own, HistoryLocation.parse(in_history)).keys()
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
             own.execute("DELETE FROM snapshot_parts")
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
             own.execute("CREATE TABLE scribble (x int)")
     finally:
-        store.close()
+        own.close()
     assert set(parts(in_history)) == {"ws-1", "ws-2"}
 
 

@@ -53,8 +53,8 @@ def test_every_connection_has_its_deadlines(pg_database: str) -> None:
     """The writer's and the exporter's sessions, as the server and libpq hold them: connect timeout, keepalives,
     tcp_user_timeout, and the statement and lock timeouts of each session."""
     from pipelines.core.history_location import HistoryLocation
-    from pipelines.snapshot.database import connect_reader
     from pipelines.storage import connect
+    from pipelines.storage.destinations.impl.postgres.snapshot_store import connect_reader
 
     def held(raw) -> dict[str, str]:
         params = raw.info.get_parameters()

@@ -272,6 +272,29 @@ def test_exporter_command_does_not_import_duckdb_or_dagster():
     assert out.strip() == "[]"
 
 
+def test_the_exporter_of_a_postgresql_history_takes_its_store_without_duckdb_or_sqlglot():
+    """The command asks the engine factory for the store, as `exporters/cli.py` does; the factory loads only
+    that engine's module, and the store none of the statement splitter's parser."""
+    code = ("import sys; from pipelines.core.history_location import HistoryLocation; "
+            "from pipelines.storage.destinations.impl import engine_for; import exporters.server; "
+            "where = HistoryLocation.parse('postgresql://reader@127.0.0.1:1/history'); "
+            "store = engine_for(where).polled_snapshot(where); "
+            "print(type(store).__name__, sorted(m for m in ('duckdb', 'dagster', 'sqlglot') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "PolledStore []"
+
+
+def test_a_duckdb_history_refuses_to_hand_out_a_polled_snapshot(tmp_path):
+    from pipelines.core.history_location import HistoryLocation
+    from pipelines.storage.destinations import HistoryError
+    from pipelines.storage.destinations.impl import engine_for
+
+    where = HistoryLocation.parse(str(tmp_path / "history.duckdb"))
+    with pytest.raises(HistoryError, match=r"holds no metrics snapshot: .*folder beside it.*--snapshot") as caught:
+        engine_for(where).polled_snapshot(where)
+    assert "\n" not in str(caught.value)
+
+
 def test_a_snapshot_that_parses_but_is_malformed_never_fails_a_scrape(snap_path, snapshot):
     from prometheus_client import CollectorRegistry
 

@@ -108,19 +108,26 @@ def test_a_history_path_that_is_a_folder_is_one_line(world, tmp_path):
     assert_one_line(done.stderr, must_contain="is not a writable file")
 
 
+@pytest.fixture
+def world_history_duckdb(world):
+    """The world's own DuckDB file, synced already."""
+    return world.db
+
+
+@pytest.fixture
+def world_history_postgres(world, pg_server):
+    """A PostgreSQL database synced once here (in the soak: two commands behind a tight rate limit; CI kills
+    syncs mid-merge on PostgreSQL in tests/reliability/test_crashes_postgres.py)."""
+    name = pg_server.create_database()
+    assert sync_in_process(world, pg_server.url(name)).success
+    yield pg_server.url(name)
+    pg_server.drop_database(name)
+
+
 @pytest.fixture(params=[ENGINES[0], pytest.param(ENGINES[1], marks=pytest.mark.slow)])
-def world_history(request, world):
-    """The world's history on each engine: its DuckDB file, or a PostgreSQL database synced once here (in the
-    soak: two commands behind a tight rate limit; CI kills syncs mid-merge on PostgreSQL in
-    tests/reliability/test_crashes_postgres.py)."""
-    if request.param == "duckdb":
-        yield world.db
-        return
-    server = request.getfixturevalue("pg_server")
-    name = server.create_database()
-    assert sync_in_process(world, server.url(name)).success
-    yield server.url(name)
-    server.drop_database(name)
+def world_history(request):
+    """The world's history on each engine (`world_history_<engine>`)."""
+    return request.getfixturevalue(f"world_history_{request.param}")
 
 
 def test_ctrl_c_mid_sync_is_one_line_exit_130_and_every_table_whole(world, world_history):

@@ -23,7 +23,6 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from pipelines.snapshot.labels import MAX_LABEL_CHARACTERS, label_value
-from tests.backends import ENGINES
 from tests.e2e.stack import (
     Process,
     WebhookReceiver,
@@ -78,13 +77,11 @@ def hostile_path(tmp_path) -> Path:
     return path
 
 
-@pytest.fixture(params=ENGINES)
-def engine_hostile_path(request, tmp_path) -> Path:
-    """`hostile_path`, its snapshot built from a history on each engine (`pg_database` for PostgreSQL)."""
-    if request.param == "duckdb":
-        return request.getfixturevalue("hostile_path")
+@pytest.fixture
+def engine_hostile_path(new_history, tmp_path) -> Path:
+    """`hostile_path`, its snapshot built from a history on each engine (`new_history`)."""
     path = tmp_path / "metrics.json"
-    write_snapshot(hostile_snapshot(request.getfixturevalue("pg_database")), path)
+    write_snapshot(hostile_snapshot(new_history()), path)
     return path
 
 

@@ -94,16 +94,22 @@ def hostile_postgres(hostile, pg_server):
     pg_server.drop_database(name)
 
 
+@pytest.fixture(scope="module")
+def hostile_duckdb(hostile):
+    """The service and its own DuckDB history, synced clean once (`hostile`)."""
+    return hostile
+
+
 @pytest.fixture(params=ENGINES)
-def on_history(request, hostile):
-    """The hostile service and a history it synced clean, on each engine."""
-    return hostile if request.param == "duckdb" else request.getfixturevalue("hostile_postgres")
+def on_history(request):
+    """The hostile service and a history it synced clean, on each engine (`hostile_<engine>`)."""
+    return request.getfixturevalue(f"hostile_{request.param}")
 
 
 @pytest.fixture(params=[ENGINES[0], pytest.param(ENGINES[1], marks=pytest.mark.slow)])
-def on_history_soak(request, hostile):
+def on_history_soak(request):
     """`on_history`, PostgreSQL in the soak only: for the cases whose PostgreSQL side CI has elsewhere."""
-    return hostile if request.param == "duckdb" else request.getfixturevalue("hostile_postgres")
+    return request.getfixturevalue(f"hostile_{request.param}")
 
 
 def _sync(svc, **kw):

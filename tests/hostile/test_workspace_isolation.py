@@ -21,7 +21,7 @@ import duckdb
 import pytest
 
 from simulator.testing import SimConfig, serve_simulator
-from tests.backends import ENGINES, rows
+from tests.backends import BACKENDS, ENGINES, rows
 from tests.ingest.conftest import Oracle
 from tests.reliability import forked
 from tests.reliability.harness import ROOT
@@ -109,16 +109,13 @@ def _spans(db: Path | str, since: object) -> dict[str, tuple]:
 
 @pytest.mark.parametrize("engine", [ENGINES[0], pytest.param(ENGINES[1], marks=pytest.mark.slow)])
 def test_with_dagster_home_the_workspaces_sync_at_once(worlds, engine, request):
-    """On PostgreSQL, which takes every writer at once, into a history of its own (a first sync of both): in
-    the soak, since CI has PostgreSQL's writers of several workspaces at once in tests/postgres/test_writers.py
-    and this case costs two first syncs behind 1.5 s answers."""
+    """Into a history of its own on each engine (a first sync of both workspaces). PostgreSQL, which takes every
+    writer at once, in the soak only: CI has PostgreSQL's writers of several workspaces at once in
+    tests/postgres/test_writers.py, and this case costs two first syncs behind 1.5 s answers."""
     home = worlds.tmp / f"dagster_home_{engine}"
     home.mkdir(exist_ok=True)
-    db = worlds.env["SCANWATCH_DB"]
-    if engine == "postgres":
-        server = request.getfixturevalue("pg_server")
-        db = server.url(server.create_database())
-    since = rows(db, "SELECT max(finished_at) FROM sync_runs")[0][0] if engine == "duckdb" else EPOCH
+    db = BACKENDS[engine].fresh(request, worlds.tmp / f"at-once-{engine}.duckdb")
+    since = EPOCH
     worlds.slow.set_faults(latency_ms=1_500)
     try:
         done = _sync({**worlds.env, "DAGSTER_HOME": str(home), "SCANWATCH_DB": db}, "--full-reconcile")

@@ -67,22 +67,13 @@ def query(db: Path | str, sql: str) -> list[tuple]:
 
 
 def exposition(db: Path | str) -> str:
-    """What `/metrics` serves from the last snapshot of the history `db`, read where the engine keeps it by
-    default: the folder beside a DuckDB file, a PostgreSQL history's `snapshot_parts` (as the exporter polls it)."""
+    """What `/metrics` serves from the last snapshot of the history `db`, read where the exporter reads it by
+    default (`exporters/cli.py`): the folder beside a DuckDB file, a PostgreSQL history's `snapshot_parts`."""
     from prometheus_client import generate_latest
 
-    from tests.backends import is_postgres
-    from tests.helpers import build_registry
+    from tests.helpers import build_registry, served_snapshot
 
-    if not is_postgres(db):
-        return generate_latest(build_registry(Path(db).with_name("scanwatch-metrics.json"))).decode()
-    from pipelines.core.history_location import HistoryLocation
-    from pipelines.snapshot.database import PolledStore
-
-    store = PolledStore(HistoryLocation.parse(str(db)), poll_seconds=3600)
-    try:
-        return generate_latest(build_registry(store)).decode()
-    finally:
-        store.close()
+    with served_snapshot(db) as snapshot:
+        return generate_latest(build_registry(snapshot)).decode()
 
 

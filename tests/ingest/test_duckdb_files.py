@@ -8,11 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pipelines.core.sqlfiles import read_sql
 from pipelines.storage import connect
 from pipelines.storage import db as storage_db
 from tests.backends import rows
 
-LATEST = max(v for v, _ in storage_db._migrations())
+LATEST = storage_db.latest_version()
+
+
+def _has_table(conn, name: str) -> bool:
+    """What the migrations ask before each step (sql/storage/table_exists.sql)."""
+    return conn.execute(read_sql("storage/table_exists.sql"), {"name": name}).fetchall() == [(True,)]
 
 
 def _another_process_can_write(path: Path) -> bool:
@@ -38,7 +44,7 @@ def test_two_histories_open_in_one_process_see_only_their_own_tables(tmp_path):
     with connect(older) as held:
         held.execute("CREATE TABLE only_in_older (x INTEGER)")
         with connect(newer) as conn:
-            assert not storage_db._has_table(conn, "only_in_older")
-            assert storage_db._has_table(held, "only_in_older")
+            assert not _has_table(conn, "only_in_older")
+            assert _has_table(held, "only_in_older")
     assert [v for (v,) in rows(newer, "SELECT version FROM schema_migrations ORDER BY version")] == list(
         range(1, LATEST + 1))

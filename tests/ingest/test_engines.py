@@ -9,12 +9,12 @@ import pytest
 
 from pipelines.storage import connect, merge_account, migrate, schema_version
 from pipelines.storage import db as storage_db
-from tests.backends import columns, dump, is_postgres, rows, value
+from tests.backends import backend_of, columns, dump, primary_keys, rows, value
 from tests.benchmarks.test_merge_unchanged import _issue
 from tests.helpers import merge_issues
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
-LATEST = max(v for v, _ in storage_db._migrations())
+LATEST = storage_db.latest_version()
 
 
 def test_every_migration_is_recorded_and_every_table_has_the_same_columns(new_history):
@@ -31,14 +31,8 @@ def test_migration_11_keeps_its_keys_on_postgresql_only(engine_db):
     """011 dropped DuckDB's in-memory ART keys; PostgreSQL keeps its on-disk B-tree keys, which the merge's lookups
     by id use, so the migration is recorded there without running."""
     connect(engine_db).close()
-    if is_postgres(engine_db):
-        keys = rows(engine_db, "SELECT tc.table_name FROM information_schema.table_constraints tc WHERE "
-                                "tc.constraint_type = 'PRIMARY KEY' AND tc.table_name IN ('issues', 'issue_events') "
-                                "ORDER BY 1")
-        assert keys == [("issue_events",), ("issues",)]
-    else:
-        assert value(engine_db, "SELECT count(*) FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY' "
-                                 "AND table_name IN ('issues', 'issue_events')") == 0
+    keyed = primary_keys(engine_db, ["issues", "issue_events", "projects"])
+    assert keyed == (["issue_events", "issues", "projects"] if backend_of(engine_db).keeps_keys else ["projects"])
 
 
 def _unmigrated(db: str):
@@ -137,8 +131,7 @@ def test_text_the_service_sends_is_stored_as_sent(engine_db):
     finally:
         conn.close()
     stored = [t for (t,) in rows(engine_db, "SELECT title FROM issues ORDER BY id")]
-    nul = "\ufffd" if is_postgres(engine_db) else "\x00"
-    assert stored == [*titles[:-1], f"zero {nul} byte"]
+    assert stored == [*titles[:-1], f"zero {backend_of(engine_db).nul} byte"]
 
 
 def test_the_account_is_flattened_and_every_quota_kept(engine_db):

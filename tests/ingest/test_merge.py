@@ -34,7 +34,7 @@ def test_a_field_added_to_the_entity_reaches_every_merge_statement(tmp_path):
     try:
         conn.execute("ALTER TABLE issues ADD COLUMN exploit_maturity VARCHAR")  # what its migration would do
         merge_issues(conn, "ws", [_issue(1)], now=NOW)
-        merge_module._set_context(conn, "ws", LATER)
+        execute_file(conn, "merge/context.sql", {"workspace_id": "ws", "now": LATER, "service_version": None})
         conn.execute("CREATE TEMP TABLE stg_issues AS SELECT * EXCLUDE (workspace_id, first_observed_at, "
                      "last_observed_at) REPLACE ('weaponized' AS exploit_maturity) FROM issues")
         touch_unchanged(conn, entity)  # the new field differs: the row is not unchanged

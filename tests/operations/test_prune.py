@@ -11,7 +11,7 @@ import datetime as dt
 import pytest
 
 from simulator.testing import SimConfig, serve_simulator
-from tests.backends import rows, value
+from tests.backends import rows, value, write
 from tests.history_dump import diff, dump_history
 from tests.reliability.harness import assert_one_line, cli, service_env
 
@@ -40,21 +40,6 @@ def sim():
         yield s
 
 
-def _write(db: str, sql: str, params: list) -> None:
-    from tests.backends import is_postgres
-
-    if is_postgres(db):
-        import psycopg
-
-        with psycopg.connect(db, autocommit=True) as conn:
-            conn.execute(sql, params or None)
-    else:
-        import duckdb
-
-        with duckdb.connect(db) as conn:
-            conn.execute(sql, params)
-
-
 def _metrics(db: str) -> dict:
     """Every part of the metrics snapshot, as the exporter would serve it now."""
     from pipelines.storage.db import writer
@@ -71,10 +56,7 @@ def _metrics(db: str) -> dict:
 def _read(db: str) -> dict:
     return {
         "score_days": rows(db, "SELECT workspace_id, day, project_id, target_id, score, grade, min_score, max_score, "
-                               "open_issues, hidden_issues, source FROM score_days ORDER BY ALL"
-                           if not db.startswith("postgres") else
-                           "SELECT workspace_id, day, project_id, target_id, score, grade, min_score, max_score, "
-                           "open_issues, hidden_issues, source FROM score_days ORDER BY 1, 2, 3, 4 NULLS FIRST"),
+                               "open_issues, hidden_issues, source FROM score_days ORDER BY 1, 2, 3, 4 NULLS FIRST"),
         "first": rows(db, "SELECT workspace_id, first_observed_at FROM first_observations"),
         "quota_days": rows(db, "SELECT workspace_id, quota, CAST(timezone('UTC', observed_at) AS DATE) AS d, "
                                "max(observed_at) FROM quota_snapshots GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"),
@@ -88,8 +70,8 @@ def test_prune_thins_old_samples_and_changes_nothing_anything_reads(sim, new_his
     assert cli(["sync", "--quiet"], env).returncode == 0
     sim.run_round()
     assert cli(["sync", "--quiet"], env).returncode == 0
-    _write(db, PAST, [])
-    _write(db, PAST_QUOTAS, [])
+    write(db, PAST)
+    write(db, PAST_QUOTAS)
     samples = value(db, "SELECT count(*) FROM score_snapshots")
     before, kept = _read(db), dump_history(db)
 

@@ -25,7 +25,7 @@ from pipelines.core import sqlfiles
 from pipelines.storage.db import connect
 from pipelines.storage.read_only import execute_read_only
 from simulator.testing import SimConfig, serve_simulator
-from tests.backends import rows
+from tests.backends import BACKENDS, rows
 from tests.e2e.stack import ROOT
 from tests.helpers import build_registry
 from tests.reliability import forked
@@ -94,9 +94,9 @@ def _old_open(sim, pid: str) -> int:
 
 @pytest.fixture(scope="module", params=["duckdb", "postgres"])
 def owned(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Owned]:
-    server = request.getfixturevalue("pg_server") if request.param == "postgres" else None
+    backend = BACKENDS[request.param]
     tmp = tmp_path_factory.mktemp("ownership")
-    db = server.url(server.create_database()) if server else str(tmp / "history.duckdb")
+    db = backend.fresh(request, tmp / "history.duckdb")
     with serve_simulator(SimConfig(seed=7, scale="small", clock="driven", control=True, rate_limit=100000,
                                    pro_workspaces=2)) as sim:
         acme, globex = sim.project_ids("pro"), sim.project_ids("pro_2")
@@ -133,8 +133,7 @@ def owned(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         moved = _state(tmp / "metrics.json")
         yield Owned(db, env, teams, pay, {"acme": len(acme) - 1, "globex": 1}, first, first_sync, backfill,
                     breaches, moved, second_sync)
-    if server:
-        server.drop_database(db.rsplit("/", 1)[-1].split("?")[0])
+    backend.drop(request, db)
 
 
 def _project_samples(state: State) -> list[tuple[str, dict[str, str], float]]:

@@ -6,9 +6,9 @@ snapshot part, and a workspace role for `acme`. Each smuggling or renamed-functi
 role docs/postgres.md names, the superuser included: a role that could write is refused unless told
 (`as_writer`), and with the override the statement is still one statement in a READ ONLY transaction. The
 smuggling text once fooled scanwatch's hand lexer (it saw one statement); SQLGlot's tokenizer reads it as the
-server does, so the cases take scanwatch's reading out of the way (`_check` passes the text through unread),
-as any text that fooled it would; the renamed functions are names it does not know. What stops them is the
-protocol, the transaction and the role."""
+server does, so the cases take scanwatch's reading out of the way (`courtesy_check` passes the text through
+unread), as any text that fooled it would; the renamed functions are names it does not know. What stops them
+is the protocol, the transaction and the role."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_the_smuggled_statements_are_four_to_the_tokenizer_as_to_the_server():
 def test_a_second_statement_never_runs_for_any_role(deployment, monkeypatch, role, as_writer):
     from pipelines.storage.destinations.impl.postgres import read_door
 
-    monkeypatch.setattr(read_door, "_check", lambda sql: sql)  # as a text that fooled scanwatch's reading
+    monkeypatch.setattr(read_door, "courtesy_check", lambda sql: sql)  # as a text that fooled scanwatch's reading
     before = _issues(deployment)
     with pytest.raises(ReadRefused) as refused:
         execute_read_only(deployment[role], SMUGGLED, as_writer=as_writer)
@@ -350,7 +350,7 @@ def test_without_the_lexer_at_all_the_server_still_refuses(deployment, monkeypat
     the write, and a statement that ends the transaction or changes the session is the last thing that runs."""
     from pipelines.storage.destinations.impl.postgres import read_door as postgres_read
 
-    monkeypatch.setattr(postgres_read, "_check", lambda sql: sql)
+    monkeypatch.setattr(postgres_read, "courtesy_check", lambda sql: sql)
     before = _issues(deployment)
     with pytest.raises(ReadRefused):
         execute_read_only(deployment[SUPERUSER], statement, as_writer=True)

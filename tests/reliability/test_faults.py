@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from pipelines.commands.sync import root_cause
-from pipelines.snapshot.format import read_snapshot
 from simulator.testing import SimConfig, serve_simulator
-from tests.backends import ENGINES, is_postgres
+from tests.backends import BACKENDS, ENGINES, Backend
+from tests.helpers import served_snapshot
 from tests.history_dump import RUN_RECORDS, SNAPSHOT_TABLES
 from tests.ingest.conftest import Oracle
 from tests.reliability.harness import Dump, checked_sync, diff, dump, lost, query_rows, runs_added, sync_in_process
@@ -100,37 +100,25 @@ def reference(seed: int, tmp: Path, scale: str = "small", rounds: int = ROUNDS) 
 def history_on(request, tmp_path_factory):
     """Makes an empty history on the engine named: a DuckDB file, or a database of the session's PostgreSQL
     server (`pg_server`), dropped afterwards."""
-    made: list[str] = []
+    made: list[tuple[Backend, str]] = []
 
-    def make(engine: str, name: str) -> Path | str:
-        if engine == "duckdb":
-            return tmp_path_factory.mktemp(name) / f"{name}.duckdb"
-        server = request.getfixturevalue("pg_server")
-        made.append(server.create_database())
-        return server.url(made[-1])
+    def make(engine: str, name: str) -> str:
+        backend = BACKENDS[engine]
+        made.append((backend, backend.fresh(request, tmp_path_factory.mktemp(name) / f"{name}.duckdb")))
+        return made[-1][1]
 
     yield make
-    for name in made:
-        request.getfixturevalue("pg_server").drop_database(name)
+    for backend, db in made:
+        backend.drop(request, db)
 
 
 def assert_snapshot_readable(db: Path | str) -> None:
     """Every part of the history's snapshot is a complete document, where the engine keeps it by default: the
     folder beside a DuckDB file, a PostgreSQL history's `snapshot_parts`."""
-    if not is_postgres(db):
-        snapshot = Path(db).with_name("scanwatch-metrics.json")
-        if snapshot.exists():
-            read_snapshot(snapshot)  # every part of the folder
-        return
     from exporters.source import SnapshotSource
-    from pipelines.core.history_location import HistoryLocation
-    from pipelines.snapshot.database import PolledStore
 
-    store = PolledStore(HistoryLocation.parse(str(db)), poll_seconds=3600)
-    try:
-        state = SnapshotSource(store).get()
-    finally:
-        store.close()
+    with served_snapshot(db) as snapshot:
+        state = SnapshotSource(snapshot).get()
     assert state.parts and all(part.readable for part in state.parts.values()), state
 
 
@@ -211,8 +199,8 @@ def _matrix() -> list:
 def test_fault_mix_leaves_the_tables_of_a_clean_sync(seed, mix, engine, tmp_path_factory, history_on, figures,
                                                      notes):
     """Mutation that fails `3-lists_always_503-postgres` (the DuckDB cases pass): the PostgreSQL snapshot store
-    writing each part cut in half (`pipelines/snapshot/database.py`), so the part a failed run rebuilds to
-    show its failure is unreadable."""
+    writing each part cut in half (`pipelines/storage/destinations/impl/postgres/snapshot_store.py`), so the part
+    a failed run rebuilds to show its failure is unreadable."""
     faulty_scenario(seed, (MIXES | FAILING)[mix], tmp_path_factory.mktemp(f"f{seed}{mix}"), figures, notes,
                     db=history_on(engine, f"f{seed}{mix}"))
 

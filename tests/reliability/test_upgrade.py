@@ -81,7 +81,7 @@ def _open_now(db: Path) -> tuple[list, list]:
 
 
 def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path):
-    assert max(v for v, _ in storage_db._migrations()) >= 2, "no migration after the first to upgrade to"
+    assert storage_db.latest_version() >= 2, "no migration after the first to upgrade to"
     old, ref = tmp_path / "old.duckdb", tmp_path / "reference.duckdb"
     with serve_simulator(_config()) as ref_sim:  # the same world, always on the current schema
         assert sync_in_process(ref_sim, ref).success
@@ -98,7 +98,7 @@ def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path):
 
         conn = connect(old)  # the current code opens it: the upgrade
         try:
-            assert schema_version(conn) == max(v for v, _ in storage_db._migrations())
+            assert schema_version(conn) == storage_db.latest_version()
             assert migrate(conn) == []  # nothing left to apply the second time
         finally:
             conn.close()
@@ -190,4 +190,4 @@ def test_a_sync_killed_while_it_upgrades_the_history_leaves_version_1_whole_and_
         assert _everything(db, v1) == before
         assert sync_in_process(sim, db).success
         with history(duckdb.connect(str(db))) as conn:
-            assert schema_version(conn) == max(v for v, _ in storage_db._migrations())
+            assert schema_version(conn) == storage_db.latest_version()

@@ -3,17 +3,21 @@ cookbook and the backfilled series all follow, with nothing else edited: the val
 many issues are open), not only the labels.
 
 The test copies scanwatch's SQL folder, edits two views there (what a project is called, and what counts as
-visible), points scanwatch at the copy and opens the history: the writer sees the layer's digest moved and
-recreates the views, and every reader reads the new rule.
+visible), installs scanwatch with the copy as its own SQL (as a wheel carries it) and opens the history: the
+writer sees the layer's digest moved and recreates the views, and every reader reads the new rule.
 """
 
 from __future__ import annotations
 
+import ast
+import os
 import shutil
+import subprocess
+import sys
+import tomllib
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from pipelines.backfill import tsdb
@@ -23,6 +27,7 @@ from pipelines.storage.read_only import execute_read_only
 from tests.backfill.handmade import FIRST_SYNC, at, history
 from tests.helpers import build_snapshot
 
+ROOT = Path(__file__).resolve().parents[2]
 ISSUES = [("i1", "p", "high", "open", at(-30), None), ("i2", "p", "high", "open", at(-20), None),
           ("i3", "p", "critical", "fixed", at(-25), at(-9))]
 
@@ -53,8 +58,32 @@ def _readers(db: Path, tmp: Path) -> dict[str, object]:
     }
 
 
+def _installed(site: Path, sql: Path) -> Path:
+    """scanwatch as a wheel installs it (pyproject's force-include: the package carries its own copy of the
+    project's files, which wins over a checkout's), with `sql` as its SQL."""
+    shutil.copytree(ROOT / "pipelines", site / "pipelines", ignore=shutil.ignore_patterns("__pycache__"))
+    carried = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    for source, inside in {**carried["force-include"], str(sql): carried["force-include"]["sql"]}.items():
+        if source != "sql":
+            (shutil.copytree if (ROOT / source).is_dir() else shutil.copy)(ROOT / source, site / inside)
+    return site
+
+
+def _readers_of(site: Path, db: Path, tmp: Path) -> dict[str, object]:
+    """`_readers` in a process that imports scanwatch from `site`, this checkout's tests beside it."""
+    code = ("import sys; from pathlib import Path; from pipelines.core import sqlfiles; "
+            "from tests.workspaces.test_one_rule import _readers; "
+            "print(repr((str(sqlfiles.sql_dir()), _readers(Path(sys.argv[1]), Path(sys.argv[2])))))")
+    done = subprocess.run([sys.executable, "-c", code, str(db), str(tmp)], cwd=site, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    where, readers = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert where == str(site / "pipelines" / "_sql")  # the edited copy, not this checkout's
+    return readers
+
+
 def test_a_rule_changed_in_its_one_file_is_followed_by_the_snapshot_the_cookbook_and_the_backfill(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path) -> None:
     db = tmp_path / "h.duckdb"
     conn = history(db, projects=["p"], targets=[("t1", "p")],
                    scans=[("s1", "t1", at(-20), 70, "done"), ("s2", "t1", at(-5), 80, "done")], issues=ISSUES)
@@ -73,10 +102,7 @@ def test_a_rule_changed_in_its_one_file_is_followed_by_the_snapshot_the_cookbook
     visible = edited / "views" / "visible_issues.sql"  # an unproved site's issues count as visible now
     visible.write_text(visible.read_text().replace("WHERE i.hidden_reason IS NULL",
                                                    "WHERE coalesce(i.hidden_reason, 'unverified') = 'unverified'"))
-    monkeypatch.setattr(sqlfiles, "_CHECKOUT", edited)  # where a checkout keeps its SQL
-    assert sqlfiles.sql_dir() == edited
-
     (tmp_path / "after").mkdir()
-    after = _readers(db, tmp_path / "after")
+    after = _readers_of(_installed(tmp_path / "site", edited), db, tmp_path / "after")
     assert after == {"snapshot project": {"project P"}, "snapshot open": 2, "cookbook project": {"project P"},
                      "cookbook open": 2, "backfill project": {"project P"}, "backfill open": 2}

@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.core.history_location import HistoryLocation
+from pipelines.storage.destinations.errors import HistoryError
 from pipelines.storage.destinations.stage_format import NDJSON, StagedFile, StageFormat
 
 if TYPE_CHECKING:
+    from pipelines.snapshot.format import Limits
     from pipelines.snapshot.store import SnapshotStore
 
 # The rows of a read: its column names and its rows, fetched as the caller iterates.
@@ -118,6 +120,13 @@ class Engine:
     def snapshot_store(self, conn: Connection, milestone: Callable[[str], None] | None) -> SnapshotStore:
         """The metrics snapshot's store inside the history (`capabilities.holds_snapshot`)."""
         raise NotImplementedError(f"a {self.name} history holds no metrics snapshot")
+
+    def polled_snapshot(self, location: HistoryLocation, limits: Limits | None = None) -> SnapshotStore:
+        """The exporter's read-only view of the metrics snapshot the history holds (`capabilities.holds_snapshot`):
+        it reads on a connection of its own, away from any scrape, and refuses to write. HistoryError where the
+        history holds none."""
+        raise HistoryError(f"a {self.name} history holds no metrics snapshot: serve the snapshot's folder "
+                           "(--snapshot, SCANWATCH_SNAPSHOT)")
 
     # --- the read-only door, backups
     def read_only(self, location: HistoryLocation, sql: str, *, timeout: float | None, workspace: str | None,

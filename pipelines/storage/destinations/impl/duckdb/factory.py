@@ -6,15 +6,20 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.destinations.base import Capabilities, Connection, Engine, ReadResult, Statement
+from pipelines.storage.destinations.errors import HistoryError
 from pipelines.storage.destinations.impl.duckdb.errors import CONFLICTS, MISSING_TABLE, mapped, waiting_for_writer
 from pipelines.storage.destinations.impl.duckdb.sql_client import Attached, configure, file_writer
 from pipelines.storage.destinations.stage_format import NDJSON, StagedFile
+
+if TYPE_CHECKING:
+    from pipelines.snapshot.format import Limits
+    from pipelines.snapshot.store import SnapshotStore
 
 
 class DuckDBEngine(Engine):
@@ -57,6 +62,12 @@ class DuckDBEngine(Engine):
     def mapped(self, conn: Connection) -> Iterator[None]:
         with mapped(conn.label):
             yield
+
+    def polled_snapshot(self, location: HistoryLocation, limits: Limits | None = None) -> SnapshotStore:
+        """A DuckDB history keeps no snapshot inside its file: one writer holds the file, and the exporter reads
+        the folder of parts beside it."""
+        raise HistoryError(f"the DuckDB history at {location.masked} holds no metrics snapshot: its snapshot is the "
+                           "folder beside it; serve that folder (--snapshot, SCANWATCH_SNAPSHOT)")
 
     def writer_turns(self, location: HistoryLocation) -> contextlib.AbstractContextManager[None]:
         return file_writer(location.path)

@@ -3,11 +3,12 @@ blocked (MVCC), the server's own transactions and keys.
 
 Only what PostgreSQL says differently from the SQL files lives here: psycopg's `%(name)s` parameters
 (translated from the files' `$name`, bound client-side so a parameter's type comes from where it is used,
-as in DuckDB), the statements of a file split by `sqltext`, stage files sent with COPY (`stage_format.py`),
-plain casts tried before catching ones, a row hash, advisory locks so that two openers never migrate at
-once, and a row lock a reader cannot take so that two syncs of one workspace merge in turn. The DuckDB
-functions the files use and PostgreSQL lacks are created from `sql/engines/postgres/compat.sql`
-(`sql_client.py`).
+as in DuckDB), the statements of a file split by `sqltext` (imported when a statement first runs: the
+exporter takes only the snapshot store from this engine, and SQLGlot costs it a tenth of a second), stage
+files sent with COPY (`stage_format.py`), plain casts tried before catching ones, a row hash, advisory locks
+so that two openers never migrate at once, and a row lock a reader cannot take so that two syncs of one
+workspace merge in turn. The DuckDB functions the files use and PostgreSQL lacks are created from
+`sql/engines/postgres/compat.sql` (`sql_client.py`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -44,9 +45,12 @@ from pipelines.storage.destinations.impl.postgres.sql_client import (
     install_compat,
     quote,
 )
-from pipelines.storage.destinations.impl.postgres.sqltext import split, to_pyformat
 from pipelines.storage.destinations.impl.postgres.stage_format import CopyText
 from pipelines.storage.destinations.stage_format import StagedFile, StageFormat
+
+if TYPE_CHECKING:
+    from pipelines.snapshot.format import Limits
+    from pipelines.snapshot.store import SnapshotStore
 
 # The catching casts of the compatibility layer, one per type an API field has (pipelines/storage/entities.py).
 _CATCHING = {"INTEGER": "scanwatch_try_integer", "DOUBLE PRECISION": "scanwatch_try_double",
@@ -90,10 +94,18 @@ class PostgresEngine(Engine):
         with errors_mapped(conn.location, f"the PostgreSQL history at {conn.label} failed a statement"):
             yield
 
-    def snapshot_store(self, conn: Connection, milestone: Callable[[str], None] | None) -> Any:
-        from pipelines.snapshot.database import DatabaseStore
+    def snapshot_store(self, conn: Connection, milestone: Callable[[str], None] | None) -> SnapshotStore:
+        """`snapshot_parts`, written on the run's own connection (`snapshot_store.py`)."""
+        from pipelines.storage.destinations.impl.postgres.snapshot_store import DatabaseStore
 
         return DatabaseStore(conn.raw, conn.location, milestone=milestone)
+
+    def polled_snapshot(self, location: HistoryLocation, limits: Limits | None = None) -> SnapshotStore:
+        """`snapshot_parts`, polled by a thread on a read-only connection of its own (`snapshot_store.py`): a
+        scrape never waits for the server, and the password stays with libpq."""
+        from pipelines.storage.destinations.impl.postgres.snapshot_store import PolledStore
+
+        return PolledStore(location, limits=limits)
 
     # --- the read-only door, backups
     def read_only(self, location: HistoryLocation, sql: str, *, timeout: float | None, workspace: str | None,
@@ -125,9 +137,13 @@ class PostgresEngine(Engine):
 
     # --- statements and parameters
     def split(self, raw: Any, sql: str) -> Sequence[Statement]:
+        from pipelines.storage.destinations.impl.postgres.sqltext import split
+
         return split(sql)
 
     def execute(self, conn: Connection, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> Any:
+        from pipelines.storage.destinations.impl.postgres.sqltext import to_pyformat
+
         with lost_server(conn):
             if params is None:
                 return conn.raw.execute(sql)
@@ -137,7 +153,7 @@ class PostgresEngine(Engine):
 
     def run_script(self, conn: Connection, sql: str) -> None:
         """Each statement in turn (migrations carry tables only: views are the views layer's)."""
-        for statement in split(sql):
+        for statement in self.split(conn.raw, sql):
             conn.execute(statement.query)
 
     # --- staging
@@ -259,7 +275,7 @@ class PostgresEngine(Engine):
     def lock_workspace(self, conn: Connection, workspace_id: str | None) -> None:
         """The workspace's row of `scanwatch_workspace_locks`, locked until the transaction ends: a lock no
         reader can take (sql/engines/postgres/locks.sql), so no reader can hold a workspace's syncs."""
-        for statement in split(read_sql(WORKSPACE_LOCK_FILE)):
+        for statement in self.split(conn.raw, read_sql(WORKSPACE_LOCK_FILE)):
             conn.execute(statement.query, {"key": workspace_id or ""})
 
     @contextmanager

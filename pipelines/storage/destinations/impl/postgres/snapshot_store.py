@@ -22,8 +22,9 @@ thread fails and connects again, and `problem()` says so for /-/healthy and /-/r
 
 The database's password never leaves: libpq reads it from the URL, PGPASSWORD or .pgpass, and every message
 built here shows the location masked and scrubs what the driver wrote. The statements live here rather than
-under `sql/` because the exporter reads no file of the pipeline's; they are the store's own, in the SQL both
-engines run.
+under `sql/` because the exporter reads no file of the pipeline's; they are the store's own, in psycopg's
+syntax. The engine hands the stores out (`PostgresEngine.snapshot_store` to a run, `polled_snapshot` to the
+exporter), so the driver stays in this room and the snapshot contract imports none.
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import psycopg
 
+from pipelines.core.history_location import HistoryLocation
 from pipelines.snapshot import format as fmt
+from pipelines.storage.destinations.impl.postgres.errors import driver_reason
 
 POLL_SECONDS = 2.0  # how soon the exporter sees a new part
 CONNECT_TIMEOUT_SECONDS = 3  # unless the URL says otherwise (connect_timeout=...)
@@ -68,29 +71,11 @@ _REMOVE = "DELETE FROM snapshot_parts WHERE name = %(name)s"
 PartKey = tuple[int, int]  # (generation, size in bytes): a new key means a new part to read
 
 
-class Location(Protocol):
-    """A PostgreSQL history's address (`pipelines.core.history_location.HistoryLocation`)."""
-
-    @property
-    def url(self) -> str: ...  # for libpq only, never shown
-
-    @property
-    def masked(self) -> str: ...  # the URL as it may be shown
-
-    def scrub(self, text: str) -> str: ...  # a driver's text with every secret of the URL taken out
-
-
-def _reason(exc: BaseException, location: Location) -> str:
-    """The driver's last meaningful line (libpq puts the cause last), without secrets."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    return location.scrub(lines[-1] if lines else type(exc).__name__)
-
-
 class DatabaseStore:
     """Parts as rows of `snapshot_parts`, over a psycopg connection in autocommit mode (the run's own, or the
     exporter's read-only one)."""
 
-    def __init__(self, conn: psycopg.Connection, location: Location, milestone: object = None,
+    def __init__(self, conn: psycopg.Connection, location: HistoryLocation, milestone: object = None,
                  limits: fmt.Limits | None = None) -> None:
         self.conn = conn
         self.where = location
@@ -105,7 +90,7 @@ class DatabaseStore:
             return work()
         except psycopg.Error as exc:
             raise fmt.SnapshotError(f"cannot reach the metrics snapshot in the PostgreSQL history at "
-                                    f"{self.where.masked}: {_reason(exc, self.where)}") from None
+                                    f"{self.where.masked}: {driver_reason(exc, self.where)}") from None
 
     def keys(self) -> dict[str, PartKey]:
         return {name: (generation, size) for name, generation, size in
@@ -163,7 +148,7 @@ def _fetched(found: dict[str, tuple[PartKey, bytes]], name: str, key: PartKey, w
     return found[name]
 
 
-def connect_reader(location: Location, *, connect_timeout: int = CONNECT_TIMEOUT_SECONDS) -> psycopg.Connection:
+def connect_reader(location: HistoryLocation, *, connect_timeout: int = CONNECT_TIMEOUT_SECONDS) -> psycopg.Connection:
     """A read-only connection for the exporter: autocommit (each look is its own MVCC snapshot, and no
     transaction is ever left open), statement and lock timeouts, keepalives, the password left to libpq.
     What the URL sets itself (connect_timeout=..., keepalives_idle=...) wins."""
@@ -187,7 +172,7 @@ class PolledStore:
     """The exporter's view of a PostgreSQL-kept snapshot: `keys` and `read` answer from the last look, which a
     thread of its own takes every `poll_seconds` (and at once, the first time `keys` is asked)."""
 
-    def __init__(self, location: Location, *, poll_seconds: float = POLL_SECONDS,
+    def __init__(self, location: HistoryLocation, *, poll_seconds: float = POLL_SECONDS,
                  first_wait_seconds: float = CONNECT_TIMEOUT_SECONDS + STATEMENT_TIMEOUT_MS / 1000,
                  stall_seconds: float = STALL_SECONDS, limits: fmt.Limits | None = None) -> None:
         self.where = location
@@ -274,7 +259,7 @@ class PolledStore:
                     conn = connect_reader(self.where)
                 except psycopg.Error as exc:
                     raise fmt.SnapshotError(f"cannot reach the PostgreSQL history at {self.where.masked} for the "
-                                            f"metrics snapshot: {_reason(exc, self.where)}") from None
+                                            f"metrics snapshot: {driver_reason(exc, self.where)}") from None
                 self._store = DatabaseStore(conn, self.where, limits=self.limits)
             keys = self._store.keys()
             with self._lock:
