@@ -92,6 +92,6 @@ def test_a_workspaces_run_checks_its_own_rows(synced) -> None:
     Mutation that fails it: the checks' files without their workspace condition."""
     db, _ = synced
     fixed = backends.value(db, "SELECT min(id) FROM issues WHERE status = 'fixed'")
-    _write(db, f"UPDATE issues SET workspace_id = 'elsewhere', fixed_at = NULL WHERE id = '{fixed}'")
+    backends.write(db, f"UPDATE issues SET workspace_id = 'elsewhere', fixed_at = NULL WHERE id = '{fixed}'")
     assert _run_checks("default") == dict.fromkeys(CHECKS, (True, 0))
     assert _run_checks()["fixed_exactly_when_fixed_at"] == (False, 1)
