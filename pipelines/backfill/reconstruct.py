@@ -130,5 +130,7 @@ def reconstruct(conn: Connection, *, now: datetime | None = None, only_new: bool
     a first sync of many workspaces at once would reconstruct each of them once per run, in turn on each
     workspace's lock."""
     now = now or datetime.now(UTC)
-    return [reconstruct_workspace(conn, ws, now=now) for ws, done in workspaces(conn)
-            if not (only_new and done) and workspace_id in (None, ws)]
+    if workspace_id is not None:  # one workspace: its own record, not a pass over every workspace's
+        done = conn.execute(_sql("reconstructed_before"), {"workspace_id": workspace_id}).fetchall()[0][0]
+        return [] if only_new and done else [reconstruct_workspace(conn, workspace_id, now=now)]
+    return [reconstruct_workspace(conn, ws, now=now) for ws, done in workspaces(conn) if not (only_new and done)]
