@@ -122,18 +122,18 @@ def sensor_ticks(home: Path, since: float, env: dict[str, str]) -> dict[str, dic
 
 
 def measure(count: int, tree: Path = ROOT, lead_seconds: float = 75.0, batch: int = 1,
-            postgres: bool = False) -> dict:
+            postgres: bool = False, cli_resync: bool = False) -> dict:
     from tests.pg_server import PgServer
 
     server = PgServer.start() if postgres else None
     try:
-        return _measure(count, tree, lead_seconds, batch, server)
+        return _measure(count, tree, lead_seconds, batch, server, cli_resync)
     finally:
         if server:
             server.stop()
 
 
-def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: Any) -> dict:
+def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: Any, cli_resync: bool) -> dict:
     from dagster._core.storage.dagster_run import FINISHED_STATUSES
 
     with SimProcess(scale="small", seed=7, rate_limit=RAISED, workspaces=count) as sim, \
@@ -152,10 +152,13 @@ def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: An
                         "DAGSTER_PG_DB": server.create_database()})
         else:
             shutil.copy(tree / "dagster.yaml", home / "dagster.yaml")
-        first = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], env=env, cwd=tree,
-                               capture_output=True, text=True, timeout=7200)
-        if first.returncode != 0:
-            raise RuntimeError(f"first sync failed: {first.stderr[-1500:]}")
+        from benchmarks.many_workspaces import cli_sync  # it imports Sampled from here
+
+        syncs = {"first": cli_sync(sim, count, env, tree=tree, server=server)}
+        print(f"[bench] first sync {syncs['first']}", file=sys.stderr, flush=True)
+        if cli_resync:
+            syncs["unchanged"] = cli_sync(sim, count, env, tree=tree, server=server)
+            print(f"[bench] unchanged sync {syncs['unchanged']}", file=sys.stderr, flush=True)
         tick = datetime.datetime.now(datetime.UTC).replace(second=0, microsecond=0) + datetime.timedelta(
             seconds=lead_seconds + 60)
         tick = tick.replace(second=0)
@@ -204,7 +207,7 @@ def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: An
         launched = [r for r in runs if r.tags.get("dagster/schedule_name") == "refresh_schedule"]
         workspace_runs = [r for r in runs if r.tags.get("dagster/partition")]
         return {"workspaces": count, "batch": batch, "tree": str(tree), "postgres": server is not None,
-                "run_processes": len(launched), "sensors": sensors,
+                "run_processes": len(launched), "sensors": sensors, "cli_syncs": syncs,
                 "workspace_runs": len(workspace_runs),
                 "succeeded": sum(1 for r in workspace_runs if r.status.value == "SUCCESS"),
                 "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "cpu_per_workspace_s": round(cpu / count, 3),
@@ -219,8 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", type=Path, default=ROOT, help="the source tree whose scanwatch runs")
     parser.add_argument("--postgres", action="store_true",
                         help="the deployment's instance (deploy/dagster/dagster.yaml) and the history on PostgreSQL")
+    parser.add_argument("--cli-resync", action="store_true",
+                        help="also time an unchanged `scanwatch sync` of them all before the daemon's tick")
     args = parser.parse_args(argv)
-    row = measure(args.workspaces, args.tree.resolve(), batch=args.batch, postgres=args.postgres)
+    row = measure(args.workspaces, args.tree.resolve(), batch=args.batch, postgres=args.postgres,
+                  cli_resync=args.cli_resync)
     RESULTS.mkdir(parents=True, exist_ok=True)
     engine = "postgres" if args.postgres else "duckdb"
     (RESULTS / f"dagster_refresh_{engine}_{args.workspaces}_{args.batch}.json").write_text(json.dumps(row, indent=2))
@@ -229,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{row['workspaces']} | {row['batch']} | {row['run_processes']} | {row['workspace_runs']} "
           f"({row['succeeded']}) | {row['wall_s']} s | {row['cpu_s']} s | {row['cpu_per_workspace_s']} s | "
           f"{row['requests_per_workspace']}")
+    for name, sync in row["cli_syncs"].items():
+        print(f"scanwatch sync, {name}: {sync}")
     for name, ticks in sorted(row["sensors"].items()):
         print(f"sensor {name}: {ticks['ticks']} ticks, median {ticks['median_s']} s, slowest {ticks['slowest_s']} s")
     return 0

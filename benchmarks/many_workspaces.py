@@ -110,8 +110,10 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _sync(sim: SimProcess, count: int, env: dict[str, str], profile: Path | None = None, tree: Path = ROOT,
-          server: object | None = None) -> dict:
+def cli_sync(sim: SimProcess, count: int, env: dict[str, str], profile: Path | None = None, tree: Path = ROOT,
+             server: object | None = None) -> dict:
+    """One `scanwatch sync --quiet` of the environment's workspaces: wall, CPU (a workspace's too), the
+    server's CPU, peak RSS and requests (a workspace's too)."""
     before = sim.request_count()
     server_before = server_cpu(server)
     prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else [sys.executable]
@@ -135,12 +137,12 @@ def measure(count: int, engine: str, profile: bool = False, tree: Path = ROOT) -
                 tempfile.TemporaryDirectory(prefix="scanwatch-bench-many-") as tmp:
             db = server.url(server.create_database()) if server else str(Path(tmp) / "history.duckdb")
             env = _environment(sim, count, Path(tmp), db)
-            first = _sync(sim, count, env, tree=tree, server=server)
+            first = cli_sync(sim, count, env, tree=tree, server=server)
             print(f"[bench] {engine} {count}: first sync {first}", file=sys.stderr, flush=True)
             out = RESULTS / "many_workspaces.prof" if profile else None
             if out:
                 RESULTS.mkdir(parents=True, exist_ok=True)
-            again = _sync(sim, count, env, out, tree, server)
+            again = cli_sync(sim, count, env, out, tree, server)
             print(f"[bench] {engine} {count}: unchanged re-sync {again}", file=sys.stderr, flush=True)
     finally:
         if server:
