@@ -115,13 +115,17 @@ def drop_temp(conn: Connection) -> None:
     execute_file(conn, "backfill/drop_temp.sql")
 
 
-def workspaces(conn: Connection) -> list[tuple[str, bool]]:
-    """(workspace_id, reconstructed before) for every workspace scanwatch has observed."""
-    return [(ws, bool(done)) for ws, done in conn.execute(_sql("workspaces")).fetchall()]
+def workspaces(conn: Connection, workspace_id: str | None = None) -> list[tuple[str, bool]]:
+    """(workspace_id, reconstructed before) for every workspace scanwatch has observed, or for `workspace_id`
+    alone: a workspace's run reads its own rows, not every workspace's (a history may hold a thousand)."""
+    return [(ws, bool(done)) for ws, done in
+            conn.execute(_sql("workspaces"), {"workspace_id": workspace_id}).fetchall()]
 
 
-def reconstruct(conn: Connection, *, now: datetime | None = None,
-                only_new: bool = False) -> list[Reconstruction]:
-    """Reconstruct every observed workspace (`only_new`: those never reconstructed, as after a first sync)."""
+def reconstruct(conn: Connection, *, now: datetime | None = None, only_new: bool = False,
+                workspace_id: str | None = None) -> list[Reconstruction]:
+    """Reconstruct every observed workspace, or `workspace_id` alone (`only_new`: those never reconstructed,
+    as after a first sync)."""
     now = now or datetime.now(UTC)
-    return [reconstruct_workspace(conn, ws, now=now) for ws, done in workspaces(conn) if not (only_new and done)]
+    return [reconstruct_workspace(conn, ws, now=now) for ws, done in workspaces(conn, workspace_id)
+            if not (only_new and done)]

@@ -48,7 +48,7 @@ def metrics_snapshot(
                                 found=history.settings())
         for warning in part.warnings:
             context.log.warning(warning)
-        rebuilt = reconstruct(conn, now=step.now, only_new=True)
+        rebuilt = reconstruct(conn, now=step.now, only_new=True, workspace_id=step.workspace_id)
         for result in rebuilt:
             context.log.info("reconstructed the past of %s", result.describe())
     where = dg.MetadataValue.text(part.location) if conn.engine.capabilities.holds_snapshot else \
