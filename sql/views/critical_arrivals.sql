@@ -40,10 +40,7 @@ latest AS (
     WHERE observed_at = arrived_at
     GROUP BY workspace_id, issue_id, arrived_at
 ),
--- Not materialized: joined on the workspace, a reader of one workspace finds that workspace's first issues
--- run alone (by `sync_runs`' workspace index, one row), where a materialized baseline read every workspace's
--- runs (a row per workspace and sync, growing all the time).
-baseline AS (
+baseline AS MATERIALIZED (
     SELECT workspace_id, min(finished_at) AS baseline_at
     FROM workspace_runs
     WHERE asset = 'issues' AND status = 'success'

@@ -69,9 +69,8 @@ def _without_comments(sql: str) -> str:
 def test_a_workspace_run_reads_its_workspace_by_an_index(pg_database: str) -> None:
     """Mutation that fails it: `sync/issue_pages_estimate.sql` counting issues by `project_id` alone, the
     `project_fingerprints` view reading a project's targets by project alone (`sync/issue_projects.sql`,
-    `sync/scan_projects.sql`), `merge/ingest_warning.sql` comparing workspaces with IS NOT DISTINCT FROM, the
-    `critical_arrivals` view materializing every workspace's first issues run, or migration 018's index left
-    out (a workspace found by its name)."""
+    `sync/scan_projects.sql`), `merge/ingest_warning.sql` comparing workspaces with IS NOT DISTINCT FROM, or
+    migration 018's index left out (a workspace found by its name)."""
     with connect(pg_database) as conn:
         tables = {name for (name,) in conn.execute(
             "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
