@@ -115,22 +115,22 @@ def drop_temp(conn: Connection) -> None:
     execute_file(conn, "backfill/drop_temp.sql")
 
 
-def workspaces(conn: Connection) -> list[tuple[str, bool]]:
-    """(workspace_id, reconstructed before) for every workspace scanwatch has observed."""
-    return [(ws, bool(done)) for ws, done in conn.execute(_sql("workspaces")).fetchall()]
+def workspaces(conn: Connection, workspace_id: str | None = None) -> list[tuple[str, bool]]:
+    """(workspace_id, reconstructed before) for every workspace scanwatch has observed, or for `workspace_id`
+    alone: a workspace's run reads its own rows, not every workspace's (a history may hold a thousand)."""
+    return [(ws, bool(done)) for ws, done in
+            conn.execute(_sql("workspaces"), {"workspace_id": workspace_id}).fetchall()]
 
 
 def reconstruct(conn: Connection, *, now: datetime | None = None, only_new: bool = False,
                 workspace_id: str | None = None) -> list[Reconstruction]:
-    """Reconstruct every observed workspace, or the one `workspace_id` names (`only_new`: those never
-    reconstructed, as after a first sync).
+    """Reconstruct every observed workspace, or `workspace_id` alone (`only_new`: those never reconstructed,
+    as after a first sync).
 
     A workspace's sync reconstructs its own workspace only: another whose first sync is under way may have
     its account and not yet its issues, and its past reconstructed from that would be recorded as done; and
     a first sync of many workspaces at once would reconstruct each of them once per run, in turn on each
     workspace's lock."""
     now = now or datetime.now(UTC)
-    if workspace_id is not None:  # one workspace: its own record, not a pass over every workspace's
-        done = conn.execute(_sql("reconstructed_before"), {"workspace_id": workspace_id}).fetchall()[0][0]
-        return [] if only_new and done else [reconstruct_workspace(conn, workspace_id, now=now)]
-    return [reconstruct_workspace(conn, ws, now=now) for ws, done in workspaces(conn) if not (only_new and done)]
+    return [reconstruct_workspace(conn, ws, now=now) for ws, done in workspaces(conn, workspace_id)
+            if not (only_new and done)]

@@ -128,7 +128,7 @@ def _load_stage(conn: Connection, entity: Entity, stages: Sequence[StageFile], r
         "INSERT INTO ingest_warnings (workspace_id, observed_at, entity, entity_id, field, value) "
         f"SELECT DISTINCT c.workspace_id, c.observed_at, '{entity.name}', w.entity_id, w.field, "
         f"w.value FROM ({' UNION ALL '.join(checks)}) AS w CROSS JOIN merge_context AS c WHERE NOT EXISTS ("
-        f"SELECT 1 FROM ingest_warnings o WHERE o.workspace_id IS NOT DISTINCT FROM c.workspace_id AND "
+        f"SELECT 1 FROM ingest_warnings o WHERE {_SAME_WORKSPACE} AND "
         f"o.entity = '{entity.name}' AND o.entity_id IS NOT DISTINCT FROM w.entity_id AND o.field = w.field "
         "AND o.value IS NOT DISTINCT FROM w.value) "
         "RETURNING entity, entity_id, field, value"
@@ -140,6 +140,12 @@ def _load_stage(conn: Connection, entity: Entity, stages: Sequence[StageFile], r
     result.warnings.extend(found)
     staged: int = conn.execute(f"SELECT count(*) FROM {stg}").fetchall()[0][0]
     return staged
+
+
+# `o.workspace_id IS NOT DISTINCT FROM` the merge's workspace, in a form an index on the workspace answers: a
+# PostgreSQL history holds every workspace's warnings, and the comparison as written read them all.
+_SAME_WORKSPACE = ("(o.workspace_id = (SELECT workspace_id FROM merge_context) "
+                   "OR (o.workspace_id IS NULL AND (SELECT workspace_id FROM merge_context) IS NULL))")
 
 
 def _set_context(conn: Connection, workspace_id: str | None, now: datetime,

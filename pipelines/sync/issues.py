@@ -27,7 +27,8 @@ def sync_issues(step: Step, *, project_ids: list[str], full_reconcile: bool, rec
         pages, first_read, expected = 0, False, {}
         if todo:  # both count the history's issues: a re-sync that reads no list needs neither
             pages, first_read = conn.execute(read_sql("sync/issue_pages_estimate.sql"), {
-                "project_ids": [pid for pid, _, _ in todo], "page_size": client.page_size}).fetchall()[0]
+                "workspace_id": step.workspace_id, "project_ids": [pid for pid, _, _ in todo],
+                "page_size": client.page_size}).fetchall()[0]
             expected = {pid: n for pid, n, _ in conn.execute(read_sql("sync/list_expectations.sql"),
                                                              {"workspace_id": step.workspace_id}).fetchall()}
         line_format = stage_format(conn, ISSUE)

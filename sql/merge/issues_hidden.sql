@@ -24,8 +24,9 @@ WITH reasons AS (
                    THEN $unverified
            END AS reason
     FROM issues i
-    LEFT JOIN project_labels p ON p.project_id = i.project_id
-    LEFT JOIN target_states t ON t.id = i.target_id
+    -- joined on the workspace as well as the id: the workspace's projects and targets, not every workspace's
+    LEFT JOIN project_labels p ON p.workspace_id = i.workspace_id AND p.project_id = i.project_id
+    LEFT JOIN target_states t ON t.workspace_id = i.workspace_id AND t.id = i.target_id
     WHERE i.workspace_id = (SELECT workspace_id FROM merge_context)
       AND NOT EXISTS (SELECT 1 FROM listed_issue_ids l WHERE l.id = i.id)  -- a listed issue is visible, whatever else
 )

@@ -13,8 +13,9 @@ SELECT s.workspace_id, s.scan_id, s.project_id, c.observed_at,
        CASE WHEN s.project_listed THEN 'target' ELSE 'project' END
 FROM pending_scans AS s
 CROSS JOIN merge_context AS c
-WHERE s.workspace_id = c.workspace_id
+WHERE s.workspace_id = (SELECT workspace_id FROM merge_context)  -- a value, which the indexes can look up
   AND NOT (s.project_listed AND s.target_listed);
 
 -- What this sync settled, the count the merge reports.
-SELECT count(*) FROM scans_gone WHERE gone_at = (SELECT observed_at FROM merge_context);
+SELECT count(*) FROM scans_gone
+WHERE workspace_id = (SELECT workspace_id FROM merge_context) AND gone_at = (SELECT observed_at FROM merge_context);

@@ -15,7 +15,8 @@ counts AS (
            count(*) FILTER (WHERE audit_fallback) AS audit_fallback
     FROM scans
     WHERE workspace_id = $workspace_id
-      AND id NOT IN (SELECT scan_id FROM scans_gone)  -- a queued scan that vanished is pending no more
+      -- a queued scan that vanished is pending no more (the workspace's gone scans: not every workspace's)
+      AND id NOT IN (SELECT scan_id FROM scans_gone WHERE workspace_id = $workspace_id)
     GROUP BY project_id, kind, status
 )
 SELECT l.workspace_id, l.team, l.project_id, l.project, k.kind, s.status, s.finished,

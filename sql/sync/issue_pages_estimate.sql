@@ -4,6 +4,7 @@ SELECT coalesce(sum(greatest(1, CAST(ceil(CAST(greatest(coalesce(h.n, 0), coales
                                                 AS DOUBLE PRECISION) / $page_size) AS INTEGER))), 0) AS pages,
        coalesce(bool_or(h.n IS NULL), false) AS first_read
 FROM projects p
-LEFT JOIN (SELECT project_id, count(*) AS n FROM issues WHERE project_id = ANY(CAST($project_ids AS VARCHAR[]))
+LEFT JOIN (SELECT project_id, count(*) AS n FROM issues
+           WHERE workspace_id = $workspace_id AND project_id = ANY(CAST($project_ids AS VARCHAR[]))
            GROUP BY project_id) h ON h.project_id = p.id  -- those projects' issues alone, not every workspace's
-WHERE p.id = ANY(CAST($project_ids AS VARCHAR[]));
+WHERE p.workspace_id = $workspace_id AND p.id = ANY(CAST($project_ids AS VARCHAR[]));

@@ -3,7 +3,8 @@
 --              unnamed workspace of the two variables (`default`, a NULL label) is bound like any name;
 --   'taken'  : the workspace id is followed under another name already (a named workspace only).
 SELECT 'moved' AS conflict, workspace_id AS other_id, coalesce(workspace_name, workspace_id) AS other_name
-FROM accounts WHERE workspace_label IS NOT DISTINCT FROM $label AND workspace_id <> $workspace_id
+FROM accounts  -- the name IS NOT DISTINCT FROM $label, spelled so that an index looks the name up
+WHERE (workspace_label = $label OR (workspace_label IS NULL AND $label IS NULL)) AND workspace_id <> $workspace_id
 UNION ALL
 SELECT 'taken', workspace_id, workspace_label
 FROM accounts WHERE workspace_id = $workspace_id AND workspace_label IS DISTINCT FROM $label

@@ -15,6 +15,7 @@ SELECT
     coalesce(t.listed, true) AS target_listed
 FROM scans AS s
 JOIN scan_statuses AS k ON k.status = s.status AND NOT k.finished
-LEFT JOIN project_labels AS p ON p.project_id = s.project_id
-LEFT JOIN target_states AS t ON t.id = s.target_id
-WHERE NOT EXISTS (SELECT 1 FROM scans_gone AS g WHERE g.scan_id = s.id);
+-- Joined on the workspace as well as the id, so a reader of one workspace reads that workspace's rows only.
+LEFT JOIN project_labels AS p ON p.workspace_id = s.workspace_id AND p.project_id = s.project_id
+LEFT JOIN target_states AS t ON t.workspace_id = s.workspace_id AND t.id = s.target_id
+WHERE NOT EXISTS (SELECT 1 FROM scans_gone AS g WHERE g.workspace_id = s.workspace_id AND g.scan_id = s.id);

@@ -12,7 +12,8 @@ SELECT
                        coalesce(CAST(t.score AS VARCHAR), '-'), coalesce(t.grade, '-'),
                        coalesce(CAST(t.last_scan_at AS VARCHAR), '-'), coalesce(CAST(t.hidden_issues AS VARCHAR), '-')),
                    ';' ORDER BY t.id)
-            FROM target_states AS t WHERE t.project_id = p.id AND t.listed), '-')
+            -- the workspace too: no index leads with a target's project, the workspace's does
+            FROM target_states AS t WHERE t.workspace_id = p.workspace_id AND t.project_id = p.id AND t.listed), '-')
     )) AS fingerprint
 FROM projects AS p
 JOIN project_labels AS l ON l.workspace_id = p.workspace_id AND l.project_id = p.id AND l.listed;
