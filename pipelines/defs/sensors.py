@@ -90,11 +90,12 @@ def scan_finished_sensor(
             found_by[name] = f"not polled: {type(future.exception()).__name__}: {future.exception()}"
         else:
             found_by[name] = future.result()
-    requests, waiting = [], []
+    requests: list[dg.RunRequest] = []
+    waiting: dict[str, list[str]] = {}  # why -> the workspaces it holds
     for workspace in names:
         found = found_by[workspace]
         if isinstance(found, str):
-            waiting.append(f"{workspace}: {found}")
+            waiting.setdefault(found, []).append(workspace)
             continue
         projects = sorted({pid for _, pid in found.scans} | {pid for pid, _ in found.behind})
         # One run per finished scan set and per move: Dagster never launches a run key twice.
@@ -106,9 +107,17 @@ def scan_finished_sensor(
                                 "issues": {"config": {"project_ids": projects}}}},
             tags={"scanwatch/trigger": "scan_finished" if found.scans else "issues_behind_scans"},
         ))
-    for line in waiting if requests else []:  # with runs requested, the skip reason is not shown: log it
+    lines = [f"{_named(held)}: {why}" for why, held in waiting.items()]
+    for line in lines if requests else []:  # with runs requested, the skip reason is not shown: log it
         context.log.info(line)
-    return requests or dg.SkipReason("; ".join(waiting))
+    return requests or dg.SkipReason("; ".join(lines))
+
+
+def _named(workspaces: list[str], shown: int = 5) -> str:
+    """The workspaces a reason holds, the first few by name: a thousand workspaces with no queued scan are one
+    line of the tick, not a thousand."""
+    more = len(workspaces) - shown
+    return ", ".join(workspaces[:shown]) + (f" and {more} more workspaces" if more > 0 else "")
 
 
 class Found(NamedTuple):

@@ -192,3 +192,28 @@ def test_the_sensors_run_settles_a_failed_scan_under_either_reading(tmp_path, mo
                               instance=instance, partition_key="default", run_config=request.run_config).success
         assert query(db, f"SELECT status FROM scans WHERE id = '{scan['id']}'") == [("failed",)]
         assert isinstance(tick(), dg.SkipReason)
+
+
+def test_the_sensors_skip_line_names_a_few_workspaces_per_reason(sim, tmp_path, monkeypatch):
+    """Seven workspaces none of which the history has read are one reason naming five and counting the rest:
+    at a thousand workspaces the tick's line is one per reason, not one per workspace."""
+    from pipelines.defs.resources import HistoryResource, ScanningServiceResource
+    from pipelines.defs.sensors import scan_finished_sensor
+    from pipelines.storage import connect
+
+    names = [f"ws{n}" for n in range(1, 8)]
+    (tmp_path / "workspaces.yml").write_text("workspaces:\n" + "".join(
+        f"  - name: {n}\n    api_key_env: KEY_{n.upper()}\n" for n in names))
+    for n in names:
+        monkeypatch.setenv(f"KEY_{n.upper()}", sim.api_key)
+    monkeypatch.setenv("SCANWATCH_BASE_URL", sim.base_url)
+    monkeypatch.setenv("SCANWATCH_WORKSPACES_FILE", str(tmp_path / "workspaces.yml"))
+    db = tmp_path / "history.duckdb"
+    connect(db).close()
+    resources = {"scanning_service": ScanningServiceResource(base_url=sim.base_url,
+                                                             workspaces_file=str(tmp_path / "workspaces.yml")),
+                 "history": HistoryResource(database=str(db))}
+    with dg.build_sensor_context(resources=resources, instance=dg.DagsterInstance.ephemeral()) as ctx:
+        skipped = scan_finished_sensor(ctx)
+    assert isinstance(skipped, dg.SkipReason)
+    assert skipped.skip_message == "ws1, ws2, ws3, ws4, ws5 and 2 more workspaces: no history of this workspace yet"
