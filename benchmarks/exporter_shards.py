@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from benchmarks.many_workspaces import RAISED
-from benchmarks.scrape import _cpu_ms, _free_port, _rss_kib
+from benchmarks.scrape import _cpu_ms, _free_port, _rss_kib, _scrape
 from benchmarks.sim import SimProcess
 from benchmarks.workspaces import workspaces_environment
 from pipelines.core.processes import stop_process
@@ -72,15 +72,7 @@ def replicate(parts: list[dict], count: int, folder: Path) -> int:
 
 
 def _get(port: int, headers: dict[str, str]) -> tuple[float, bytes]:
-    started = time.perf_counter()
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("GET", "/metrics", headers=headers)
-    resp = conn.getresponse()
-    body = resp.read()
-    conn.close()
-    if resp.status != 200:
-        raise RuntimeError(f"scrape answered {resp.status}")
-    return time.perf_counter() - started, body
+    return _scrape(port, headers, timeout=60)
 
 
 def _answered(port: int, headers: dict[str, str], tries: int = 20) -> tuple[bytes | None, int]:

@@ -119,10 +119,11 @@ def _cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def _scrape(port: int) -> tuple[float, bytes]:
+def _scrape(port: int, headers: dict[str, str] | None = None, timeout: float = 10) -> tuple[float, bytes]:
+    """One `/metrics` scrape: its seconds and body (the exporter's shard benchmark scrapes through it too)."""
     started = time.perf_counter()
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("GET", "/metrics")
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn.request("GET", "/metrics", headers=headers or {})
     resp = conn.getresponse()
     body = resp.read()
     conn.close()
