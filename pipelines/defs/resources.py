@@ -100,6 +100,13 @@ class HistoryResource(dg.ConfigurableResource["HistoryResource"]):
     def location(self) -> HistoryLocation:
         return HistoryLocation.parse(self.database)
 
+    @contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[HistoryResource]:
+        """For the run's life (a sensor's tick's): the steps' writers share a connection where opening one
+        costs the engine a server process (`Engine.keeping_writers`), closed when the run ends."""
+        with engine_for(self.location).keeping_writers():
+            yield self
+
     def settings(self) -> Settings:
         """The deployment's settings as this history's runs see them (its snapshot's place, the SLA policy)."""
         return Settings.load()

@@ -100,6 +100,11 @@ class Engine:
         process take turns on it."""
         return contextlib.nullcontext()
 
+    def keeping_writers(self) -> contextlib.AbstractContextManager[None]:
+        """Held for a run's life: its thread's writers may share a connection in turn, instead of each opening
+        one, where opening one costs the engine (a server process per PostgreSQL connection)."""
+        return contextlib.nullcontext()
+
     def holds_history(self, location: HistoryLocation, schema: Callable[[Any], int]) -> bool:
         """Whether a history scanwatch wrote is at `location` (`schema(conn)` reads its schema version)."""
         return self.exists(location)

@@ -26,7 +26,7 @@ from pipelines.core.history_location import HistoryLocation
 from pipelines.core.sqlfiles import read_sql
 from pipelines.storage.destinations.base import Capabilities, Connection, Engine, ReadResult, Statement
 from pipelines.storage.destinations.errors import BackupFailed, HistoryUnavailableError
-from pipelines.storage.destinations.impl.postgres import deadline
+from pipelines.storage.destinations.impl.postgres import deadline, reuse
 from pipelines.storage.destinations.impl.postgres.errors import (
     DATA_ERROR,
     LOCK_NOT_AVAILABLE,
@@ -68,11 +68,19 @@ class PostgresEngine(Engine):
 
     def open(self, location: HistoryLocation, *, writer: bool = True) -> Connection:
         """A connection in autocommit mode (transactions are explicit, as on DuckDB), in UTC; a writer's is
-        refused at once when the server only reads (a hot standby, or `default_transaction_read_only`)."""
-        return Connection(connect(location, writer=writer), self, location)
+        refused at once when the server only reads (a hot standby, or `default_transaction_read_only`), and
+        is the thread's previous writer's when that one was handed back whole inside `keeping_writers`."""
+        if not writer:
+            return Connection(connect(location, writer=False), self, location)
+        return _KeptConnection(reuse.take(location) or connect(location), self, location)
 
     def connect(self, location: HistoryLocation, *, wait_seconds: float = 30.0) -> Connection:
         return self.open(location)
+
+    def keeping_writers(self) -> contextlib.AbstractContextManager[None]:
+        """A run's writers take turns on one connection of its thread (`reuse.py`): a server process, its
+        setup and its catalogue caches once per run instead of at each of its ~9 opens."""
+        return reuse.keeping()
 
     def connect_reader(self, location: HistoryLocation, *, wait_seconds: float = 0.0) -> Connection:
         """A connection that never waits for a writer (MVCC)."""
@@ -293,6 +301,18 @@ class PostgresEngine(Engine):
         finally:
             for key in reversed(keys):
                 conn.execute("SELECT pg_advisory_unlock(hashtextextended($key, 0))", key)
+
+
+class _KeptConnection(Connection):
+    """A writer's connection, handed back on close for the thread's next writer (`reuse.py`): once, so that
+    a second close never hands back what that next writer holds."""
+
+    released = False
+
+    def close(self) -> None:
+        if not self.released:
+            self.released = True
+            reuse.give_back(self.raw, self.location)
 
 
 POSTGRES = PostgresEngine()
