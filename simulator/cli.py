@@ -16,8 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8400, help="port (default 8400; 0 = any free port)")
     parser.add_argument("--seed", type=int, default=1, help="world seed: same seed, same world (default 1)")
     parser.add_argument("--scale", choices=SCALES, default="small",
-                        help="world size: small for the demo, large for benchmarks, xlarge (~400k visible issues) "
-                             "for the scale curve (default small)")
+                        help="world size: small for the demo, large for benchmarks, 200k (~200k visible issues) for one"
+                             " large workspace's memory, xlarge (~400k) for the scale curve (default small)")
     parser.add_argument("--clock", choices=("real", "driven"), default="real",
                         help="real: wall time; driven: time moves only through /_sim/clock (default real)")
     parser.add_argument("--control", action="store_true", help="expose the /_sim/ control surface (loopback use)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCALES = ("small", "medium", "large", "xlarge")
+SCALES = ("small", "medium", "large", "200k", "xlarge")
 
 # Where the contract is silent or loose, each reading a real service may take; the value is the simulator's
 # default. A client must work under every combination (the product's tests run against each).

@@ -33,6 +33,8 @@ SCALES = {
     "small": Scale(projects=3, targets=8, issues=320, scans=320, history_days=360),
     "medium": Scale(projects=8, targets=40, issues=5_000, scans=3_000, history_days=360),
     "large": Scale(projects=20, targets=200, issues=50_000, scans=20_000, history_days=360),
+    # One large workspace's memory figure: ~200k visible issues on large's projects and targets.
+    "200k": Scale(projects=20, targets=200, issues=236_000, scans=20_000, history_days=360),
     # The scale curve's top: ten times large's issues on the same projects and targets (~400k visible).
     "xlarge": Scale(projects=20, targets=200, issues=460_000, scans=20_000, history_days=360),
 }

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         merge_account,
         merge_issue_stages,
         merge_projects,
+        merge_scan_stages,
         merge_scans,
         record_sync_run,
         stage_format,
@@ -35,6 +36,7 @@ __all__ = [
     "merge_account",
     "merge_issue_stages",
     "merge_projects",
+    "merge_scan_stages",
     "merge_scans",
     "migrate",
     "reader",
@@ -48,8 +50,8 @@ _HOME_OF = {
     **dict.fromkeys(["HistoryLockedError", "connect", "migrate", "reader", "schema_version", "writer"],
                     "pipelines.storage.db"),
     **dict.fromkeys(["HistoryError", "HistoryQueryError", "HistoryUnavailableError"], "pipelines.storage.destinations"),
-    **dict.fromkeys(["MergeResult", "merge_account", "merge_issue_stages", "merge_projects", "merge_scans",
-                     "record_sync_run", "stage_format"], "pipelines.storage.merge"),
+    **dict.fromkeys(["MergeResult", "merge_account", "merge_issue_stages", "merge_projects", "merge_scan_stages",
+                     "merge_scans", "record_sync_run", "stage_format"], "pipelines.storage.merge"),
 }
 
 

@@ -43,7 +43,7 @@ from pipelines.storage.upsert import quote, touch_unchanged, upsert
 log = logging.getLogger("scanwatch.storage")
 
 __all__ = ["MAX_RECORD_BYTES", "QUARANTINED", "MergeResult", "merge_account", "merge_issue_stages",
-           "merge_projects", "merge_scans"]
+           "merge_projects", "merge_scan_stages", "merge_scans"]
 
 
 @dataclass
@@ -208,7 +208,15 @@ def merge_projects(conn: Connection, workspace_id: str, projects: Sequence[dict[
 
 def merge_scans(conn: Connection, workspace_id: str, scans: Sequence[dict[str, Any]], *,
                 now: datetime, gone: Sequence[tuple[str, str]] = ()) -> MergeResult:
-    """Scans read this run; `project_id` must be set on each (the scan object does not carry it).
+    """Scans held in memory (a few), merged as `merge_scan_stages` merges the ones a sync streams to files."""
+    with StageFile(SCAN.name, stage_format(conn, SCAN)) as stage:
+        return merge_scan_stages(conn, workspace_id, [stage.extend(scans).close()], now=now, gone=gone)
+
+
+def merge_scan_stages(conn: Connection, workspace_id: str, stages: Sequence[StageFile], *,
+                      now: datetime, gone: Sequence[tuple[str, str]] = ()) -> MergeResult:
+    """Scans read this run, in stage files; `project_id` must be set on each (the scan object does not carry
+    it). A scan is in one file only: the latest sighting wins within a file, not across files.
 
     `gone` (scan_id, project_id) are queued scans that answered 404: settled, never polled again. Queued scans
     of a project or target no longer listed are settled here too, without a request.
@@ -216,7 +224,7 @@ def merge_scans(conn: Connection, workspace_id: str, scans: Sequence[dict[str, A
     result = MergeResult()
     with transaction(conn, "merge"):
         _set_context(conn, workspace_id, now)
-        result.rows["scans"] = _stage(conn, SCAN, scans, result)
+        result.rows["scans"] = _load_stage(conn, SCAN, stages, result)
         upsert(conn, SCAN)
         settled = execute_file(conn, "merge/scans_gone.sql", {"scan_ids": [sid for sid, _ in gone],
                                                               "project_ids": [pid for _, pid in gone]})
@@ -227,8 +235,9 @@ def merge_scans(conn: Connection, workspace_id: str, scans: Sequence[dict[str, A
 
 # Stage files are merged a group at a time, up to this much NDJSON, so memory stays bounded by it rather
 # than growing with the workspace: a group's text and typed stage tables take about 3 times its size, well
-# inside DuckDB's memory_limit (storage/db.py). A workspace of some 15k issues is one group. An engine whose
-# stage lives on its server, not in scanwatch, takes larger groups (Capabilities.merge_group_bytes).
+# inside DuckDB's memory_limit (destinations/impl/duckdb/sql_client.py). A workspace of some 15k issues is one
+# group. An engine whose stage lives on its server, not in scanwatch, takes larger groups
+# (Capabilities.merge_group_bytes).
 CHUNK_BYTES = 16 * 1024 * 1024
 
 

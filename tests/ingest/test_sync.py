@@ -119,3 +119,28 @@ def test_a_scan_of_one_project_costs_only_that_project(sim, env):
     issue_pages = max(1, -(-len(oracle.walk(f"/projects/{project['id']}/issues")) // 100))
     assert requests_of(out) == 2 + 1 + issue_pages
     assert query(env, f"SELECT status FROM scans WHERE id = '{scan['id']}'")[0][0] in ("done", "failed")
+
+
+def test_scans_reach_their_merge_through_stage_files_not_held_in_memory(sim, env):
+    """A first sync reads a year of scans; held as Python objects until their merge, they left tens of MB of
+    the process's memory behind for the rest of the sync. Like issues, they are written to stage files as
+    the pages arrive, and the files are gone once the step ends."""
+    from pipelines.core import milestones
+    from pipelines.storage.stage import stage_folder
+
+    staged: list[int] = []
+
+    def count_staged(name: str) -> None:
+        if name == "scans.before_state":  # the scans merged, the step not ended
+            staged.append(sum(len(f.read_bytes().splitlines()) for f in stage_folder().glob("scans-*")))
+
+    stop = milestones.observe(count_staged)
+    try:
+        outcome = run_sync()
+    finally:
+        stop()
+    assert outcome.success, outcome.error
+    scans = query(env, "SELECT count(*) FROM scans")[0][0]
+    assert scans > 0
+    assert staged == [scans]
+    assert not list(stage_folder().glob("scans-*"))
