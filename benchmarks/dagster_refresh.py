@@ -121,6 +121,14 @@ def sensor_ticks(home: Path, since: float, env: dict[str, str]) -> dict[str, dic
         os.environ.update(saved)
 
 
+def _sessions(server: Any, env: dict[str, str]) -> int:
+    """Connections opened so far to Dagster's instance database (PostgreSQL counts them per database)."""
+    if server is None:
+        return 0
+    db = env["DAGSTER_PG_DB"]
+    return int(server.psql(f"SELECT sessions FROM pg_stat_database WHERE datname = '{db}'").strip() or 0)
+
+
 def measure(count: int, tree: Path = ROOT, lead_seconds: float = 75.0, batch: int = 1,
             postgres: bool = False, cli_resync: bool = False) -> dict:
     from tests.pg_server import PgServer
@@ -152,7 +160,7 @@ def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: An
                         "DAGSTER_PG_DB": server.create_database()})
         else:
             shutil.copy(tree / "dagster.yaml", home / "dagster.yaml")
-        from benchmarks.many_workspaces import cli_sync  # it imports Sampled from here
+        from benchmarks.many_workspaces import cli_sync, server_cpu  # it imports Sampled from here
 
         syncs = {"first": cli_sync(sim, count, env, tree=tree, server=server)}
         print(f"[bench] first sync {syncs['first']}", file=sys.stderr, flush=True)
@@ -174,6 +182,8 @@ def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: An
             idle_from, idle_cpu, idle_sampled = time.time(), tree_cpu(daemon.pid), sampled.sample()
             time.sleep(max(0.0, tick.timestamp() - time.time()))
             at_tick, cpu_at_tick, sampled_at_tick = time.time(), tree_cpu(daemon.pid), sampled.sample()
+            server_at_tick, sessions_at_tick = server_cpu(server), _sessions(server, env)
+            load = [os.getloadavg()[0]]
             idle_rate = (cpu_at_tick - idle_cpu) / (at_tick - idle_from)
             idle_sampled_rate = (sampled_at_tick - idle_sampled) / (at_tick - idle_from)
             last_busy, ended, polled = time.time(), None, 0.0
@@ -186,10 +196,12 @@ def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: An
                     if runs and all(r.status in FINISHED_STATUSES for r in runs):
                         if ended is None:
                             ended, cpu_end, sampled_end = time.time(), tree_cpu(daemon.pid), sampled.sample()
+                            server_end, sessions_end = server_cpu(server), _sessions(server, env)
                         if time.time() - last_busy > 15:  # no run queued behind them
                             break
                     else:
                         ended, last_busy = None, time.time()
+                    load.append(os.getloadavg()[0])
                 time.sleep(0.25)
             requests = sim.request_count() - before
         finally:
@@ -212,7 +224,13 @@ def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: An
                 "succeeded": sum(1 for r in workspace_runs if r.status.value == "SUCCESS"),
                 "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "cpu_per_workspace_s": round(cpu / count, 3),
                 "cpu_reaped_s": round(reaped, 1), "idle_cpu_per_s": round(idle_sampled_rate, 3),
-                "requests_per_workspace": round(requests / count, 2)}
+                "requests_per_workspace": round(requests / count, 2),
+                # one server holds the history and Dagster's instance: its CPU over the tick is both
+                "server_cpu_s": round(server_end - server_at_tick, 1) if server else None,
+                "server_cpu_per_workspace_s": round((server_end - server_at_tick) / count, 3) if server else None,
+                "dagster_sessions_per_workspace": round((sessions_end - sessions_at_tick) / count, 1)
+                if server else None,
+                "load_average": {"median": round(sorted(load)[len(load) // 2], 1), "max": round(max(load), 1)}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,6 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{row['workspaces']} | {row['batch']} | {row['run_processes']} | {row['workspace_runs']} "
           f"({row['succeeded']}) | {row['wall_s']} s | {row['cpu_s']} s | {row['cpu_per_workspace_s']} s | "
           f"{row['requests_per_workspace']}")
+    if row["postgres"]:
+        print(f"PostgreSQL server (history and Dagster's instance) over the tick: {row['server_cpu_s']} s CPU, "
+              f"{row['server_cpu_per_workspace_s']} s a workspace; connections to Dagster's database a "
+              f"workspace: {row['dagster_sessions_per_workspace']}")
+    print(f"load average during the tick: median {row['load_average']['median']}, max {row['load_average']['max']}")
     for name, sync in row["cli_syncs"].items():
         print(f"scanwatch sync, {name}: {sync}")
     for name, ticks in sorted(row["sensors"].items()):
