@@ -41,15 +41,22 @@ TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 
 
 def _tree(pid: int) -> list[int]:
+    """The process and its live descendants. A child is listed under the thread that started it, so every
+    thread's list is read: the code server starts each run's process from one of its request threads."""
     found, todo = [], [pid]
     while todo:
         p = todo.pop()
         found.append(p)
         try:
-            with open(f"/proc/{p}/task/{p}/children", encoding="ascii") as fh:
-                todo += [int(c) for c in fh.read().split()]
+            threads = os.listdir(f"/proc/{p}/task")
         except OSError:
             continue
+        for thread in threads:
+            try:
+                with open(f"/proc/{p}/task/{thread}/children", encoding="ascii") as fh:
+                    todo += [int(c) for c in fh.read().split()]
+            except OSError:
+                continue
     return found
 
 
