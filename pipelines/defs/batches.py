@@ -23,8 +23,10 @@ import dagster as dg
 from pipelines.defs.partitions import register
 
 AT_ONCE = 4  # workspaces of one batch refreshed at once
-POOL_RECYCLE_SECONDS = 600  # a worker's kept connection is replaced after this long
-POOL_OVERFLOW = 2  # connections a worker's storage may open beyond its kept one, closed after use
+# A worker's connections to Dagster's database, with the defaults of Dagster's webserver: the kept one is
+# replaced after an hour; nested statements may open up to 20 more for a moment, closed once used.
+POOL_RECYCLE_SECONDS = 3600
+POOL_OVERFLOW = 20
 
 
 class BatchConfig(dg.Config):
