@@ -10,7 +10,10 @@ tick once, a minute or two after the daemon starts. Printed:
 the runs the tick asked for (each one a process of its own), how many succeeded, the wall time from the tick
 to the last run's end, and the CPU seconds of the whole Dagster process tree (daemon, code server, run
 processes) during that time, less what the same tree spent per second while idle before the tick (its
-sensors), per workspace; and the requests per workspace as the simulator counted them (two is the
+sensors), per workspace's run (a batch whose process never started ran none); on PostgreSQL also the
+server's CPU over the tick (the history's and Dagster's instance's, sensors included) and the connections
+opened to Dagster's database, per workspace's run; why a run process of the tick did not succeed; and the
+requests per workspace as the simulator counted them (two is the
 contract's minimum for an unchanged workspace), and each sensor's tick time over the interval (median and
 slowest: Dagster gives a sensor 60 seconds). `--tree DIR` runs another source tree (`git archive <commit>
 | tar -x -C DIR`) with this checkout's interpreter, to compare before and after. Reported, never asserted.
@@ -128,6 +131,25 @@ def sensor_ticks(home: Path, since: float, env: dict[str, str]) -> dict[str, dic
         os.environ.update(saved)
 
 
+def _why_not(home: Path, env: dict[str, str], runs: list) -> list[str]:
+    """Each run process of the tick that did not succeed: its status and the message of its failure."""
+    import dagster as dg
+
+    saved = dict(os.environ)
+    os.environ.update({k: v for k, v in env.items() if k.startswith("DAGSTER_PG_")})
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            found = []
+            for run in runs:
+                failures = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+                found.append(f"{run.tags.get('scanwatch/workspaces', run.run_id)}: {run.status.value}"
+                             f"{': ' + failures[-1].message[:300] if failures else ''}")
+            return found
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def _sessions(server: Any, env: dict[str, str]) -> int:
     """Connections opened so far to Dagster's instance database (PostgreSQL counts them per database)."""
     if server is None:
@@ -225,18 +247,21 @@ def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: An
         cpu = sampled_end - sampled_at_tick - idle_sampled_rate * wall
         launched = [r for r in runs if r.tags.get("dagster/schedule_name") == "refresh_schedule"]
         workspace_runs = [r for r in runs if r.tags.get("dagster/partition")]
+        ran = max(1, len(workspace_runs))  # a batch that never started ran none of its workspaces
+        not_done = _why_not(home, env, [r for r in launched if r.status.value != "SUCCESS"])
         return {"workspaces": count, "batch": batch, "tree": str(tree), "postgres": server is not None,
                 "run_processes": len(launched), "sensors": sensors, "cli_syncs": syncs,
                 "workspace_runs": len(workspace_runs),
                 "succeeded": sum(1 for r in workspace_runs if r.status.value == "SUCCESS"),
-                "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "cpu_per_workspace_s": round(cpu / count, 3),
+                "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "cpu_per_workspace_s": round(cpu / ran, 3),
                 "cpu_reaped_s": round(reaped, 1), "idle_cpu_per_s": round(idle_sampled_rate, 3),
                 "requests_per_workspace": round(requests / count, 2),
                 # one server holds the history and Dagster's instance: its CPU over the tick is both
                 "server_cpu_s": round(server_end - server_at_tick, 1) if server else None,
-                "server_cpu_per_workspace_s": round((server_end - server_at_tick) / count, 3) if server else None,
-                "dagster_sessions_per_workspace": round((sessions_end - sessions_at_tick) / count, 1)
+                "server_cpu_per_workspace_s": round((server_end - server_at_tick) / ran, 3) if server else None,
+                "dagster_sessions_per_workspace": round((sessions_end - sessions_at_tick) / ran, 1)
                 if server else None,
+                "run_processes_not_succeeded": not_done,
                 "load_average": {"median": round(sorted(load)[len(load) // 2], 1), "max": round(max(load), 1)}}
 
 
@@ -264,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"PostgreSQL server (history and Dagster's instance) over the tick: {row['server_cpu_s']} s CPU, "
               f"{row['server_cpu_per_workspace_s']} s a workspace; connections to Dagster's database a "
               f"workspace: {row['dagster_sessions_per_workspace']}")
+    for line in row["run_processes_not_succeeded"]:
+        print(f"run process not succeeded: {line}")
     print(f"load average during the tick: median {row['load_average']['median']}, max {row['load_average']['max']}")
     for name, sync in row["cli_syncs"].items():
         print(f"scanwatch sync, {name}: {sync}")
