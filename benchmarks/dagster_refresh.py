@@ -10,7 +10,10 @@ tick once, a minute or two after the daemon starts. Printed:
 the runs the tick asked for (each one a process of its own), how many succeeded, the wall time from the tick
 to the last run's end, and the CPU seconds of the whole Dagster process tree (daemon, code server, run
 processes) during that time, less what the same tree spent per second while idle before the tick (its
-sensors), per workspace; and the requests per workspace as the simulator counted them (two is the
+sensors), per workspace's run (a batch whose process never started ran none); on PostgreSQL also the
+server's CPU over the tick (the history's and Dagster's instance's, sensors included) and the connections
+opened to Dagster's database, per workspace's run; why a run process of the tick did not succeed; and the
+requests per workspace as the simulator counted them (two is the
 contract's minimum for an unchanged workspace), and each sensor's tick time over the interval (median and
 slowest: Dagster gives a sensor 60 seconds). `--tree DIR` runs another source tree (`git archive <commit>
 | tar -x -C DIR`) with this checkout's interpreter, to compare before and after. Reported, never asserted.
@@ -41,15 +44,22 @@ TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 
 
 def _tree(pid: int) -> list[int]:
+    """The process and its live descendants. A child is listed under the thread that started it, so every
+    thread's list is read: the code server starts each run's process from one of its request threads."""
     found, todo = [], [pid]
     while todo:
         p = todo.pop()
         found.append(p)
         try:
-            with open(f"/proc/{p}/task/{p}/children", encoding="ascii") as fh:
-                todo += [int(c) for c in fh.read().split()]
+            threads = os.listdir(f"/proc/{p}/task")
         except OSError:
             continue
+        for thread in threads:
+            try:
+                with open(f"/proc/{p}/task/{thread}/children", encoding="ascii") as fh:
+                    todo += [int(c) for c in fh.read().split()]
+            except OSError:
+                continue
     return found
 
 
@@ -121,6 +131,33 @@ def sensor_ticks(home: Path, since: float, env: dict[str, str]) -> dict[str, dic
         os.environ.update(saved)
 
 
+def _why_not(home: Path, env: dict[str, str], runs: list) -> list[str]:
+    """Each run process of the tick that did not succeed: its status and the message of its failure."""
+    import dagster as dg
+
+    saved = dict(os.environ)
+    os.environ.update({k: v for k, v in env.items() if k.startswith("DAGSTER_PG_")})
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            found = []
+            for run in runs:
+                failures = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+                found.append(f"{run.tags.get('scanwatch/workspaces', run.run_id)}: {run.status.value}"
+                             f"{': ' + failures[-1].message[:300] if failures else ''}")
+            return found
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _sessions(server: Any, env: dict[str, str]) -> int:
+    """Connections opened so far to Dagster's instance database (PostgreSQL counts them per database)."""
+    if server is None:
+        return 0
+    db = env["DAGSTER_PG_DB"]
+    return int(server.psql(f"SELECT sessions FROM pg_stat_database WHERE datname = '{db}'").strip() or 0)
+
+
 def measure(count: int, tree: Path = ROOT, lead_seconds: float = 75.0, batch: int = 1,
             postgres: bool = False, cli_resync: bool = False) -> dict:
     from tests.pg_server import PgServer
@@ -152,7 +189,7 @@ def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: An
                         "DAGSTER_PG_DB": server.create_database()})
         else:
             shutil.copy(tree / "dagster.yaml", home / "dagster.yaml")
-        from benchmarks.many_workspaces import cli_sync  # it imports Sampled from here
+        from benchmarks.many_workspaces import cli_sync, server_cpu  # it imports Sampled from here
 
         syncs = {"first": cli_sync(sim, count, env, tree=tree, server=server)}
         print(f"[bench] first sync {syncs['first']}", file=sys.stderr, flush=True)
@@ -174,6 +211,8 @@ def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: An
             idle_from, idle_cpu, idle_sampled = time.time(), tree_cpu(daemon.pid), sampled.sample()
             time.sleep(max(0.0, tick.timestamp() - time.time()))
             at_tick, cpu_at_tick, sampled_at_tick = time.time(), tree_cpu(daemon.pid), sampled.sample()
+            server_at_tick, sessions_at_tick = server_cpu(server), _sessions(server, env)
+            load = [os.getloadavg()[0]]
             idle_rate = (cpu_at_tick - idle_cpu) / (at_tick - idle_from)
             idle_sampled_rate = (sampled_at_tick - idle_sampled) / (at_tick - idle_from)
             last_busy, ended, polled = time.time(), None, 0.0
@@ -186,10 +225,12 @@ def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: An
                     if runs and all(r.status in FINISHED_STATUSES for r in runs):
                         if ended is None:
                             ended, cpu_end, sampled_end = time.time(), tree_cpu(daemon.pid), sampled.sample()
+                            server_end, sessions_end = server_cpu(server), _sessions(server, env)
                         if time.time() - last_busy > 15:  # no run queued behind them
                             break
                     else:
                         ended, last_busy = None, time.time()
+                    load.append(os.getloadavg()[0])
                 time.sleep(0.25)
             requests = sim.request_count() - before
         finally:
@@ -206,13 +247,22 @@ def _measure(count: int, tree: Path, lead_seconds: float, batch: int, server: An
         cpu = sampled_end - sampled_at_tick - idle_sampled_rate * wall
         launched = [r for r in runs if r.tags.get("dagster/schedule_name") == "refresh_schedule"]
         workspace_runs = [r for r in runs if r.tags.get("dagster/partition")]
+        ran = max(1, len(workspace_runs))  # a batch that never started ran none of its workspaces
+        not_done = _why_not(home, env, [r for r in launched if r.status.value != "SUCCESS"])
         return {"workspaces": count, "batch": batch, "tree": str(tree), "postgres": server is not None,
                 "run_processes": len(launched), "sensors": sensors, "cli_syncs": syncs,
                 "workspace_runs": len(workspace_runs),
                 "succeeded": sum(1 for r in workspace_runs if r.status.value == "SUCCESS"),
-                "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "cpu_per_workspace_s": round(cpu / count, 3),
+                "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "cpu_per_workspace_s": round(cpu / ran, 3),
                 "cpu_reaped_s": round(reaped, 1), "idle_cpu_per_s": round(idle_sampled_rate, 3),
-                "requests_per_workspace": round(requests / count, 2)}
+                "requests_per_workspace": round(requests / count, 2),
+                # one server holds the history and Dagster's instance: its CPU over the tick is both
+                "server_cpu_s": round(server_end - server_at_tick, 1) if server else None,
+                "server_cpu_per_workspace_s": round((server_end - server_at_tick) / ran, 3) if server else None,
+                "dagster_sessions_per_workspace": round((sessions_end - sessions_at_tick) / ran, 1)
+                if server else None,
+                "run_processes_not_succeeded": not_done,
+                "load_average": {"median": round(sorted(load)[len(load) // 2], 1), "max": round(max(load), 1)}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,6 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{row['workspaces']} | {row['batch']} | {row['run_processes']} | {row['workspace_runs']} "
           f"({row['succeeded']}) | {row['wall_s']} s | {row['cpu_s']} s | {row['cpu_per_workspace_s']} s | "
           f"{row['requests_per_workspace']}")
+    if row["postgres"]:
+        print(f"PostgreSQL server (history and Dagster's instance) over the tick: {row['server_cpu_s']} s CPU, "
+              f"{row['server_cpu_per_workspace_s']} s a workspace; connections to Dagster's database a "
+              f"workspace: {row['dagster_sessions_per_workspace']}")
+    for line in row["run_processes_not_succeeded"]:
+        print(f"run process not succeeded: {line}")
+    print(f"load average during the tick: median {row['load_average']['median']}, max {row['load_average']['max']}")
     for name, sync in row["cli_syncs"].items():
         print(f"scanwatch sync, {name}: {sync}")
     for name, ticks in sorted(row["sensors"].items()):

@@ -23,6 +23,10 @@ import dagster as dg
 from pipelines.defs.partitions import register
 
 AT_ONCE = 4  # workspaces of one batch refreshed at once
+# A worker's connections to Dagster's database, with the defaults of Dagster's webserver: the kept one is
+# replaced after an hour; nested statements may open up to 20 more for a moment, closed once used.
+POOL_RECYCLE_SECONDS = 3600
+POOL_OVERFLOW = 20
 
 
 class BatchConfig(dg.Config):
@@ -38,13 +42,35 @@ def _job(name: str) -> dg.JobDefinition:
     return defs().resolve_job_def(name)
 
 
+# The worker's instance: made at its first workspace's run and kept for every run it executes after.
+_instance: dg.DagsterInstance | None = None
+
+
+def _worker_instance(ref: Any) -> dg.DagsterInstance:
+    """The worker's instance, whose storages each keep one database connection for all its runs.
+
+    Dagster's PostgreSQL storages open a connection per statement by default (no pool), and a workspace's run
+    makes over 200 of them (its events, the partition and data-version lookups, its run record): measured on
+    the deployment's instance, each workspace's run cost the instance's server 1.7 CPU-s of connection set-up
+    against 0.07 s of statements, and the run's process a third of its CPU (`python -m
+    benchmarks.dagster_refresh`, docs/benchmarks.md). A connection kept per storage is what Dagster's webserver
+    does for the same reason; a storage without connections (SQLite) ignores it. No statement timeout: a
+    run's writes had none before either."""
+    global _instance
+    if _instance is None:
+        instance = dg.DagsterInstance.from_ref(ref)
+        instance.optimize_for_webserver(statement_timeout=0, pool_recycle=POOL_RECYCLE_SECONDS,
+                                        max_overflow=POOL_OVERFLOW)
+        _instance = instance
+    return _instance
+
+
 def _run_workspace(ref: Any, job_name: str, workspace: str, tags: dict[str, str]) -> bool | str:
     """In a worker: the workspace's run, recorded in the instance `ref` names; its success, or why it did
-    not start."""
+    not start (an instance that cannot be reached fails the workspace's run, not the batch)."""
     try:
-        with dg.DagsterInstance.from_ref(ref) as instance:
-            return _job(job_name).execute_in_process(instance=instance, partition_key=workspace, tags=tags,
-                                                     raise_on_error=False).success
+        return _job(job_name).execute_in_process(instance=_worker_instance(ref), partition_key=workspace,
+                                                 tags=tags, raise_on_error=False).success
     except Exception as exc:  # a run that could not start: this workspace's, not the batch's
         return f"{type(exc).__name__}: {exc}"
 

@@ -338,7 +338,7 @@ from pipelines.defs.resources import default_resources
 d = defs()
 schedule = d.resolve_schedule_def("refresh_schedule")
 when = datetime.datetime(2026, 11, 1, 12, 15, tzinfo=datetime.UTC)
-with dg.instance_for_test() as instance:
+with dg.DagsterInstance.get() as instance:  # DAGSTER_HOME: the deployment's instance file, on PostgreSQL
     with dg.build_schedule_context(scheduled_execution_time=when, instance=instance,
                                    resources=default_resources()) as ctx:
         requests = schedule(ctx)
@@ -354,19 +354,60 @@ print(json.dumps({"job": schedule.job_name,
 """
 
 
-def test_a_batched_tick_costs_a_run_per_batch_and_a_failing_workspace_fails_alone(deployment, tmp_path):
+def _connections(url: str) -> int:
+    """Connections opened so far to the database at `url` (PostgreSQL's own count), read again until the
+    ended ones' statistics are all in."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    seen = -1
+    with psycopg.connect(url, autocommit=True) as conn:
+        while True:
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            count = conn.execute("SELECT sessions FROM pg_stat_database WHERE datname = %s", [name]).fetchone()[0]
+            if count == seen:
+                return count
+            seen = count
+            time.sleep(0.5)
+
+
+def test_a_batched_tick_costs_a_run_per_batch_and_a_failing_workspace_fails_alone(deployment, pg_database,
+                                                                                   tmp_path, monkeypatch):
     """With SCANWATCH_REFRESH_BATCH=2, three workspaces are two runs of the batch job, not three runs; each
     workspace is still a run of its own with its partition: gamma's revoked key fails gamma's run alone, and
-    Dagster holds acme's and beta's partitions as materialized."""
+    Dagster holds acme's and beta's partitions as materialized. On the deployment's instance (Dagster's
+    storage in PostgreSQL), a batch's worker keeps its connections to Dagster's database for its runs: a
+    workspace's run opened 231 of them, one per statement, when each worker made the instance again and
+    Dagster's storages kept none (docs/benchmarks.md, "A thousand workspaces")."""
     import json
+    import shutil
+    from urllib.parse import unquote, urlsplit
 
+    import dagster as dg
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(ROOT / "deploy" / "dagster" / "dagster.yaml", home / "dagster.yaml")
+    parts = urlsplit(pg_database)
     env = {**deployment, "SCANWATCH_REFRESH_BATCH": "2", "SCANWATCH_DB": str(tmp_path / "history.duckdb"),
-           "SCANWATCH_SNAPSHOT": str(tmp_path / "snapshot")}
+           "SCANWATCH_SNAPSHOT": str(tmp_path / "snapshot"), "DAGSTER_HOME": str(home),
+           "DAGSTER_PG_HOST": parts.hostname or "", "DAGSTER_PG_PORT": str(parts.port),
+           "DAGSTER_PG_USER": unquote(parts.username or ""), "DAGSTER_PG_PASSWORD": unquote(parts.password or ""),
+           "DAGSTER_PG_DB": parts.path.lstrip("/")}
+    for key in ("DAGSTER_PG_HOST", "DAGSTER_PG_PORT", "DAGSTER_PG_USER", "DAGSTER_PG_PASSWORD", "DAGSTER_PG_DB"):
+        monkeypatch.setenv(key, env[key])
+    with dg.DagsterInstance.from_config(str(home)):  # Dagster's tables made before the count starts
+        pass
+    before = _connections(pg_database)
     done = subprocess.run([sys.executable, "-c", BATCHES], env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    opened = _connections(pg_database) - before  # this test's own few reads among them
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["job"] == "batch_job" and got["requests"] == [["acme", "beta"], ["gamma"]]
     assert got["batches_ok"] == [True, True]
     assert got["runs"] == [["acme", "SUCCESS"], ["beta", "SUCCESS"], ["gamma", "FAILURE"]]
     assert got["materialized"] == ["acme", "beta"]
+    # 118 here: the schedule's evaluation and the two batch runs' own (their process's instance opens a
+    # connection a statement) about 100, each workspace's run a few; 736 when each of its statements opened one.
+    assert opened < 60 * 3, f"{opened} connections to Dagster's database for three workspaces' runs"

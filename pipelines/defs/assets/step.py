@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from functools import lru_cache
 from typing import Any
 
 import dagster as dg
@@ -25,13 +26,27 @@ __all__ = ["Progress", "Step", "partition_workspace", "row_count", "sync_deadlin
 def sync_deadline(context: dg.AssetExecutionContext | dg.OpExecutionContext, settings: Settings) -> float:
     """When this run must be over (Unix seconds): the run's start plus SCANWATCH_SYNC_DEADLINE_SECONDS, so
     every step of a run, under `scanwatch sync` or a schedule, shares one deadline."""
-    started = None
+    return (_run_start(context.instance, context.run.run_id) or time.time()) + settings.sync_deadline_seconds
+
+
+@lru_cache(maxsize=64)  # a few runs at once (the command's threads): each run's steps and clients ask again
+def _run_start(instance: dg.DagsterInstance, run_id: str) -> float | None:
+    """The run's start, read from its record once per run rather than at each step and each client (a query
+    of Dagster's instance each)."""
     try:
-        record = context.instance.get_run_record_by_id(context.run.run_id)
-        started = record.start_time if record is not None else None
-    except Exception:  # a storage without run records: this step's start is the best estimate
-        started = None
-    return (started or time.time()) + settings.sync_deadline_seconds
+        record = instance.get_run_record_by_id(run_id)
+        return record.start_time if record is not None else None
+    except Exception:  # a storage without run records: each step's start is the best estimate
+        return None
+
+
+@lru_cache(maxsize=64)
+def _known_partition(instance: dg.DagsterInstance, run_id: str, workspace: str) -> None:
+    """`workspace` one of the instance's partitions, checked once per run rather than at each step. A run
+    started by hand (`dagster job execute --tags ...`) before the workspaces sensor's first tick on this
+    instance: the file lists the workspace, so it is one of Dagster's partitions from now on."""
+    if not instance.has_dynamic_partition(WORKSPACES_NAME, workspace):
+        instance.add_dynamic_partitions(WORKSPACES_NAME, [workspace])
 
 
 def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContext,
@@ -41,10 +56,8 @@ def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContex
     one line naming the tag to pass."""
     keys = service.workspace_names()
     named = context.run.tags.get("dagster/partition")
-    if named in keys and not context.instance.has_dynamic_partition(WORKSPACES_NAME, named):
-        # A run started by hand (`dagster job execute --tags ...`) before the workspaces sensor's first tick
-        # on this instance: the file lists the workspace, so it is one of Dagster's partitions from now on.
-        context.instance.add_dynamic_partitions(WORKSPACES_NAME, [named])
+    if named in keys:
+        _known_partition(context.instance, context.run.run_id, named)
     if context.has_partition_key:
         return context.partition_key
     raise dg.Failure(
