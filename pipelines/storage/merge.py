@@ -235,9 +235,8 @@ def merge_scan_stages(conn: Connection, workspace_id: str, stages: Sequence[Stag
 
 # Stage files are merged a group at a time, up to this much NDJSON, so memory stays bounded by it rather
 # than growing with the workspace: a group's text and typed stage tables take about 3 times its size, well
-# inside DuckDB's memory_limit (destinations/impl/duckdb/sql_client.py). A workspace of some 15k issues is one
-# group. An engine whose stage lives on its server, not in scanwatch, takes larger groups
-# (Capabilities.merge_group_bytes).
+# inside DuckDB's memory_limit (storage/db.py). A workspace of some 15k issues is one group. An engine whose
+# stage lives on its server, not in scanwatch, takes larger groups (Capabilities.merge_group_bytes).
 CHUNK_BYTES = 16 * 1024 * 1024
 
 

@@ -163,7 +163,7 @@ def test_the_history_opens_with_bounded_memory_and_one_thread(tmp_path):
         conn.close()
     assert settings["threads"] == "1"
     assert settings["preserve_insertion_order"] == "false"
-    assert settings["memory_limit"].endswith("MiB") and float(settings["memory_limit"].split()[0]) <= 80
+    assert settings["memory_limit"].endswith("MiB") and float(settings["memory_limit"].split()[0]) <= 96
 
 
 def test_an_upgraded_history_keeps_its_issues_and_events_without_an_index_that_grows_with_it(tmp_path):

@@ -16,14 +16,12 @@ from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.destinations.base import Connection, Engine
 
 # A sync's memory is bounded by its merge group (see merge.CHUNK_BYTES), not by the history: DuckDB spills to
-# `<db>.tmp` past this limit instead of growing with the workspace. DuckDB fills the limit with the history's
-# cached blocks too, so a sync's peak RSS is about the process's floor plus this: 80 MB holds a merge group's
-# stage tables, the snapshot's aggregates and the first sync's reconstruction of the past (its joins of every
-# issue of the workspace do not spill whole: at 64 MB they ran out of memory at 200k issues); the issue tables
-# carry no index that would have to fit in it as the history grows (migration 011). One thread: scanwatch
-# shares its host, and single-threaded DuckDB keeps one buffer set instead of one per thread. Insertion order
-# is never relied on (every read that cares says ORDER BY), and keeping it costs memory in large loads.
-SETTINGS = {"memory_limit": "80MB", "threads": 1, "preserve_insertion_order": False}
+# `<db>.tmp` past this limit instead of growing with the workspace. 96 MB holds a merge group's stage tables
+# and the snapshot's aggregates; the issue tables carry no index that would have to fit in it as the history
+# grows (migration 011). One thread: scanwatch shares its host, and single-threaded DuckDB keeps one buffer
+# set instead of one per thread. Insertion order is never relied on (every read that cares says ORDER BY),
+# and keeping it costs memory in large loads.
+SETTINGS = {"memory_limit": "96MB", "threads": 1, "preserve_insertion_order": False}
 
 
 def configure(raw: duckdb.DuckDBPyConnection) -> None:
