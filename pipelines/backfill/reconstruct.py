@@ -90,6 +90,7 @@ def reconstruct_workspace(conn: Connection, workspace_id: str, *, now: datetime)
         with transaction(conn):
             # Two syncs of one workspace finishing at once take turns here, as their merges do.
             conn.engine.lock_workspace(conn, workspace_id)
+            conn.engine.planning_whole_sets(conn)
             prepare(conn, workspace_id)
             first_observed_at, first_day, last_day = bounds(conn, workspace_id)
             if first_day is not None and last_day is not None:

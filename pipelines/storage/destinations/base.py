@@ -211,6 +211,11 @@ class Engine:
         """After a merge has committed: bring the planner's statistics of the history `tables` it wrote up to
         date where they no longer describe them (a no-op where the engine keeps none to plan with)."""
 
+    def planning_whole_sets(self, conn: Connection) -> None:
+        """Called first in a transaction of whole-workspace set operations (a reconstruction): plan them for the
+        workspace's rows at any size, whatever the statistics last saw of it (a no-op where the planner never
+        trades that for a per-row plan)."""
+
     # --- readers
     # Begins a transaction whose statements all see one committed state (a snapshot's tables agree).
     begin_read = "BEGIN TRANSACTION"

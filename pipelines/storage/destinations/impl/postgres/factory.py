@@ -233,6 +233,16 @@ class PostgresEngine(Engine):
                 raise
             conn.execute("COMMIT")
 
+    def planning_whole_sets(self, conn: Connection) -> None:
+        """No nested loops for the rest of the transaction. The statistics describe a workspace's rows only from
+        the ANALYZE after its first sync, and a workspace added to a history of a few others (whose values
+        fill the column's most-common list) is estimated at one row until then: the reconstruction of its
+        past then ran each of its window aggregates again for every issue (30 s of the server for 320
+        issues, the square of its size). Its statements join whole workspaces, which hash joins serve at any
+        size; a merge's statistics refresh (`refresh_statistics`) leaves a workspace under a tenth of the
+        table unseen, by autovacuum's own rule."""
+        conn.execute("SET LOCAL enable_nestloop = off")
+
     # --- readers
     # READ COMMITTED gives each statement its own snapshot: a read of several statements asks for one.
     begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
