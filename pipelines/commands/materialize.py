@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import dagster as dg
 
+from pipelines.commands.ephemeral import ephemeral_instance
 from pipelines.defs.assets import ALL_ASSETS
 from pipelines.defs.checks import history_checks
 from pipelines.defs.jobs import sync_job
@@ -161,14 +162,15 @@ def _threads(todo: _Todo, count: int, full_reconcile: bool, console_level: str) 
 
     def work() -> None:
         try:
-            with dg.DagsterInstance.ephemeral() as instance:
+            job = _sync_job()
+            with ephemeral_instance() as instance:
                 while not stop.is_set():
                     item = todo.get()
                     if item is None or stop.is_set():
                         return
                     index, name = item
                     parts.append((index, _materialize_in(instance, name, full_reconcile, console_level,
-                                                         forget=True)))
+                                                         forget=True, job=job)))
         except BaseException as exc:  # re-raised in the calling thread, as a pool's map would
             errors.append(exc)
             stop.set()
@@ -288,7 +290,7 @@ def _child_started(progress: bool, pids: multiprocessing.queues.SimpleQueue[int]
 
 
 def _instance() -> dg.DagsterInstance:
-    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else ephemeral_instance()
 
 
 def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: str) -> Outcome:
@@ -309,16 +311,17 @@ def _sync_job() -> dg.JobDefinition:
 
 
 def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile: bool,
-                    console_level: str, *, forget: bool = False) -> Outcome:
+                    console_level: str, *, forget: bool = False, job: dg.JobDefinition | None = None) -> Outcome:
     """`forget`: delete the run from the (ephemeral) instance once its outcome is read, so an instance that
-    serves many runs in turn holds none of their events."""
+    serves many runs in turn holds none of their events. `job`: `_sync_job()` bound once for a thread's runs
+    (binding and snapshotting it again for each cost about 30 ms a workspace)."""
     register(instance, [workspace])
     run_config = {
         "ops": {"issues": {"config": {"full_reconcile": full_reconcile}},
                 "scans": {"config": {"all_projects": full_reconcile}}},
         "loggers": {"console": {"config": {"log_level": console_level}}},
     }
-    result = _sync_job().execute_in_process(
+    result = (job or _sync_job()).execute_in_process(
         run_config=run_config, instance=instance, raise_on_error=False, tags={"scanwatch/trigger": "cli"},
         partition_key=workspace,
     )
