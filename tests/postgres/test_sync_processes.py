@@ -5,14 +5,13 @@ one a line of its own, the summary naming the others."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import rows
-from tests.workspaces.pair import FILE
+from tests.workspaces.pair import environment
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,12 +24,7 @@ def _sync(env: dict[str, str]) -> subprocess.CompletedProcess:
 def test_workspaces_synced_by_several_processes_each_once_and_a_failure_alone(pg_server, tmp_path):
     db = pg_server.url(pg_server.create_database())
     with serve_simulator(SimConfig(seed=7, scale="small", rate_limit=100000, pro_workspaces=2)) as sim:
-        (tmp_path / "workspaces.yml").write_text(FILE)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_") and k != "DAGSTER_HOME"}
-        env.update({"SCANWATCH_WORKSPACES_FILE": str(tmp_path / "workspaces.yml"), "SCANWATCH_BASE_URL": sim.base_url,
-                    "SCANWATCH_KEY_ACME": sim.keys["pro"], "SCANWATCH_KEY_GLOBEX": sim.keys["pro_2"],
-                    "SCANWATCH_KEY_INITECH": sim.keys["revoked"], "SCANWATCH_DB": db,
-                    "SCANWATCH_SYNC_PROCESSES": "2"})
+        env = {**environment(sim, tmp_path, db), "SCANWATCH_SYNC_PROCESSES": "2"}
         done = _sync(env)
         assert done.returncode == 1, done.stderr  # initech's key is refused
         failed = [line for line in done.stderr.splitlines() if line.startswith("scanwatch sync:")]

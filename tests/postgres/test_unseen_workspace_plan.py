@@ -15,11 +15,9 @@ EXPLAIN ANALYZEd where the reconstruction runs it, in its transaction on its con
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -29,14 +27,8 @@ from pipelines.backfill.reconstruct import reconstruct_workspace
 from pipelines.storage import connect
 from pipelines.storage.destinations.base import Connection
 from simulator.testing import SimConfig, serve_simulator
+from tests.workspaces.pair import ROOT, environment
 
-ROOT = Path(__file__).resolve().parents[2]
-FILE = """workspaces:
-  - name: acme
-    api_key_env: SCANWATCH_KEY_ACME
-  - name: globex
-    api_key_env: SCANWATCH_KEY_GLOBEX
-"""
 STAGE = "CREATE TEMP TABLE _bf_changes AS"
 
 
@@ -69,14 +61,9 @@ def test_an_unseen_workspaces_past_runs_each_part_of_its_plan_once_not_once_per_
     `first_severities` then ran once for every pair of the workspace's issues: 40,000 times for 200)."""
     db = pg_server.url(pg_server.create_database())
     with serve_simulator(SimConfig(seed=7, scale="small", rate_limit=100000, pro_workspaces=2)) as sim:
-        (tmp_path / "workspaces.yml").write_text(FILE)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_") and k != "DAGSTER_HOME"}
-        env.update({"SCANWATCH_WORKSPACES_FILE": str(tmp_path / "workspaces.yml"), "SCANWATCH_BASE_URL": sim.base_url,
-                    "SCANWATCH_KEY_ACME": sim.keys["pro"], "SCANWATCH_KEY_GLOBEX": sim.keys["pro_2"],
-                    "SCANWATCH_DB": db, "SCANWATCH_SNAPSHOT": str(tmp_path / "snapshot")})
-        done = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], env=env, cwd=ROOT,
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr
+        done = subprocess.run([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], cwd=ROOT,
+                              env=environment(sim, tmp_path, db), capture_output=True, text=True, timeout=600)
+        assert done.stdout.startswith("scanwatch sync: ok (acme, globex)"), done.stderr  # initech's key is refused
     with psycopg.connect(db) as conn:
         found = conn.execute("SELECT workspace_id FROM accounts WHERE workspace_label = 'globex'").fetchone()
     assert found is not None

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from simulator.testing import SimConfig, serve_simulator
 
@@ -41,18 +42,25 @@ class Pair:
                               capture_output=True, text=True, timeout=timeout)
 
 
+def environment(sim: Any, tmp: Path, db: str) -> dict[str, str]:
+    """The command's environment for the three workspaces of `FILE` (written to `tmp`) on the simulator `sim`
+    (two Pro workspaces), the history at `db`, and no other `SCANWATCH_` variable of the caller's."""
+    (tmp / "workspaces.yml").write_text(FILE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_") and k != "DAGSTER_HOME"}
+    env.update({
+        "SCANWATCH_WORKSPACES_FILE": str(tmp / "workspaces.yml"), "SCANWATCH_BASE_URL": sim.base_url,
+        "SCANWATCH_KEY_ACME": sim.keys["pro"], "SCANWATCH_KEY_GLOBEX": sim.keys["pro_2"],
+        "SCANWATCH_KEY_INITECH": sim.keys["revoked"],
+        "SCANWATCH_DB": db, "SCANWATCH_SNAPSHOT": str(tmp / "scanwatch-metrics.json"),
+    })
+    return env
+
+
 @contextmanager
 def synced_pair(tmp: Path, seed: int = 7) -> Iterator[Pair]:
     with serve_simulator(SimConfig(seed=seed, scale="small", clock="driven", control=True, rate_limit=100000,
                                    pro_workspaces=2)) as sim:
-        (tmp / "workspaces.yml").write_text(FILE)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_") and k != "DAGSTER_HOME"}
-        env.update({
-            "SCANWATCH_WORKSPACES_FILE": str(tmp / "workspaces.yml"), "SCANWATCH_BASE_URL": sim.base_url,
-            "SCANWATCH_KEY_ACME": sim.keys["pro"], "SCANWATCH_KEY_GLOBEX": sim.keys["pro_2"],
-            "SCANWATCH_KEY_INITECH": sim.keys["revoked"],
-            "SCANWATCH_DB": str(tmp / "history.duckdb"), "SCANWATCH_SNAPSHOT": str(tmp / "scanwatch-metrics.json"),
-        })
+        env = environment(sim, tmp, str(tmp / "history.duckdb"))
         pair = Pair(sim, env, tmp / "history.duckdb", tmp / "scanwatch-metrics.json", None,  # type: ignore[arg-type]
                     {"acme": "Acme Corp", "globex": "Pro Workspace 2"})
         pair.sync = pair.cli("sync", "--quiet")
