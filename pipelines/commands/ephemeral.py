@@ -118,13 +118,24 @@ class _EventLogStorage(InMemoryEventLogStorage):
     def has_dynamic_partition(self, partitions_def_name: str, partition_key: str) -> bool:
         return partition_key in self._known(partitions_def_name)[1]
 
+    # Forgotten once written (a read from another thread in between would otherwise keep the list from before).
     def add_dynamic_partitions(self, partitions_def_name: str, partition_keys: Sequence[str]) -> None:
-        self._partitions.pop(partitions_def_name, None)
-        super().add_dynamic_partitions(partitions_def_name, partition_keys)
+        try:
+            super().add_dynamic_partitions(partitions_def_name, partition_keys)
+        finally:
+            self._partitions.pop(partitions_def_name, None)
 
     def delete_dynamic_partition(self, partitions_def_name: str, partition_key: str) -> None:
-        self._partitions.pop(partitions_def_name, None)
-        super().delete_dynamic_partition(partitions_def_name, partition_key)
+        try:
+            super().delete_dynamic_partition(partitions_def_name, partition_key)
+        finally:
+            self._partitions.pop(partitions_def_name, None)
+
+    def wipe(self) -> None:
+        try:
+            super().wipe()
+        finally:
+            self._partitions.clear()
 
 
 def ephemeral_instance(**settings: Any) -> dg.DagsterInstance:

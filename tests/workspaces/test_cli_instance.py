@@ -71,3 +71,6 @@ def test_the_partitions_it_answers_follow_every_change() -> None:
         instance.add_dynamic_partitions(PARTITIONS.name, ["acme"])
         assert instance.get_dynamic_partitions(PARTITIONS.name) == ["globex", "acme"]
         assert not instance.has_dynamic_partition("another", "acme")
+        instance.wipe()
+        assert not instance.has_dynamic_partition(PARTITIONS.name, "globex")
+        assert instance.get_dynamic_partitions(PARTITIONS.name) == []
