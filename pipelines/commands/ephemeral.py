@@ -38,7 +38,6 @@ class _Held:
         self._engine = db.create_engine(engine.url, poolclass=NullPool, connect_args={"check_same_thread": False})
         self._conn = self._engine.connect()
         self._lock = threading.RLock()
-        self._depth = 0
         # Per connection, and outside a transaction: what Dagster's storages set on every new one.
         self._conn.exec_driver_sql("PRAGMA foreign_keys=ON")
         self._conn.commit()
@@ -50,19 +49,11 @@ class _Held:
     @contextmanager
     def lent(self) -> Iterator[db.Connection]:
         with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield self._conn
-                finally:
-                    self._depth -= 1
+            if self._conn.in_transaction():  # asked again by the statement under way, on its thread
+                yield self._conn
                 return
-            self._depth = 1
-            try:
-                with self._conn.begin():
-                    yield self._conn
-            finally:
-                self._depth = 0
+            with self._conn.begin():
+                yield self._conn
 
 
 class _RunStorage(InMemoryRunStorage):
