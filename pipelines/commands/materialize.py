@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import dagster as dg
 
 from pipelines.commands.ephemeral import ephemeral_instance
+from pipelines.core.processes import fork_server
 from pipelines.defs.assets import ALL_ASSETS
 from pipelines.defs.checks import history_checks
 from pipelines.defs.jobs import sync_job
@@ -200,31 +201,30 @@ def _in_thread_processes(names: list[str], full_reconcile: bool, console_level: 
     none waits behind another's slow workspace; forked from a fork server that imported Dagster and the
     assets once. Each leads a session of its own, so Ctrl-C reaches this command alone; it then interrupts
     each process, whose runs under way end as they would."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["pipelines.commands.materialize"])
-    todo = context.Queue()
-    for item in enumerate(names):
-        todo.put(item)
-    for _ in range(processes * MAX_RUN_THREADS):
-        todo.put(None)
-    progress = _progress.isEnabledFor(logging.INFO) and bool(_progress.handlers)
-    pids = context.SimpleQueue()
-    parts: list[Outcome | None] = [None] * len(names)
-    with ProcessPoolExecutor(max_workers=processes, mp_context=context, initializer=_pool_started,
-                             initargs=(todo, progress, pids)) as pool:
-        futures = [pool.submit(_drain, full_reconcile, console_level) for _ in range(processes)]
-        try:
-            for future in futures:
-                for index, part in future.result():
-                    parts[index] = part
-        except KeyboardInterrupt:
-            while not pids.empty():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pids.get(), signal.SIGINT)
-            for future in futures:
-                with contextlib.suppress(BaseException):
-                    future.result()
-            raise
+    with fork_server(["pipelines.commands.materialize"]) as context:
+        todo = context.Queue()
+        for item in enumerate(names):
+            todo.put(item)
+        for _ in range(processes * MAX_RUN_THREADS):
+            todo.put(None)
+        progress = _progress.isEnabledFor(logging.INFO) and bool(_progress.handlers)
+        pids = context.SimpleQueue()
+        parts: list[Outcome | None] = [None] * len(names)
+        with ProcessPoolExecutor(max_workers=processes, mp_context=context, initializer=_pool_started,
+                                 initargs=(todo, progress, pids)) as pool:
+            futures = [pool.submit(_drain, full_reconcile, console_level) for _ in range(processes)]
+            try:
+                for future in futures:
+                    for index, part in future.result():
+                        parts[index] = part
+            except KeyboardInterrupt:
+                while not pids.empty():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pids.get(), signal.SIGINT)
+                for future in futures:
+                    with contextlib.suppress(BaseException):
+                        future.result()
+                raise
     return [part for part in parts if part is not None]
 
 
@@ -257,20 +257,19 @@ def _in_processes(names: list[str], full_reconcile: bool, console_level: str) ->
     _create_storage(names)
     # Never fork this process (it runs threads): a fork server, started clean, imports Dagster and the
     # assets once and forks each run from there, instead of every run importing them again.
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["pipelines.commands.materialize"])
-    progress = _progress.isEnabledFor(logging.INFO) and bool(_progress.handlers)
-    pids = context.SimpleQueue()
-    with ProcessPoolExecutor(max_workers=min(len(names), MAX_RUN_PROCESSES), mp_context=context,
-                             initializer=_child_started, initargs=(progress, pids)) as pool:
-        futures = [pool.submit(_materialize_workspace, name, full_reconcile, console_level) for name in names]
-        try:
-            return [future.result() for future in futures]
-        except KeyboardInterrupt:
-            while not pids.empty():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pids.get(), signal.SIGINT)
-            return [future.result() for future in futures if not future.cancel()]
+    with fork_server(["pipelines.commands.materialize"]) as context:
+        progress = _progress.isEnabledFor(logging.INFO) and bool(_progress.handlers)
+        pids = context.SimpleQueue()
+        with ProcessPoolExecutor(max_workers=min(len(names), MAX_RUN_PROCESSES), mp_context=context,
+                                 initializer=_child_started, initargs=(progress, pids)) as pool:
+            futures = [pool.submit(_materialize_workspace, name, full_reconcile, console_level) for name in names]
+            try:
+                return [future.result() for future in futures]
+            except KeyboardInterrupt:
+                while not pids.empty():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pids.get(), signal.SIGINT)
+                return [future.result() for future in futures if not future.cancel()]
 
 
 def _create_storage(names: list[str]) -> None:

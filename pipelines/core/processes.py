@@ -1,4 +1,5 @@
-"""Child processes for `scanwatch demo`: started in their own session, watched, and stopped as a group.
+"""Child processes: the demo's, started in their own session, watched, and stopped as a group; and the fork
+server that the commands' and batches' worker processes are forked from.
 
 Each child gets its own session (process group) so that a Ctrl-C in the terminal reaches the demo alone and
 the demo decides the order of shutdown, and so that stopping a child also stops whatever it spawned
@@ -11,6 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import multiprocessing
+import multiprocessing.context
+import multiprocessing.forkserver
 import os
 import re
 import shutil
@@ -20,7 +24,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,3 +172,23 @@ def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def fork_server(preload: list[str]) -> Iterator[multiprocessing.context.ForkServerContext]:
+    """Multiprocessing's fork server, started clean with `preload` imported once, and gone when the block ends.
+
+    For a process that runs threads, which must never fork itself. Left to notice on its own that its parent
+    exited, the fork server finalises Dagster's modules for a second or more after the command has returned:
+    a process that outlives `scanwatch sync` for a cron job, a terminal, a unit's cgroup or the demo's
+    "no process of the demo is left". Stopping it waits for that finalisation, here.
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(preload)
+    try:
+        yield context
+    finally:
+        # The standard library's own stop (what its tests use): close the server's lifeline, wait for it.
+        stop = getattr(multiprocessing.forkserver._forkserver, "_stop", None)
+        if stop is not None:
+            stop()

@@ -13,13 +13,13 @@ reconfigures Python's logging whenever a run starts on a persistent instance, wh
 another thread's run logging at that moment (seen within seconds with two threads).
 """
 
-import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from functools import cache
 from typing import Any
 
 import dagster as dg
 
+from pipelines.core.processes import fork_server
 from pipelines.defs.partitions import register
 
 AT_ONCE = 4  # workspaces of one batch refreshed at once
@@ -85,11 +85,10 @@ def refresh_batch(context: dg.OpExecutionContext, config: BatchConfig) -> dg.Out
             **({"scanwatch/tick": config.tick} if config.tick else {})}
     # Never fork this process (Dagster runs threads in it): a fork server, started clean, imports Dagster and
     # scanwatch once and forks each worker from there.
-    mp = multiprocessing.get_context("forkserver")
-    mp.set_forkserver_preload(["pipelines.defs.batches", "pipelines.definitions"])
     ref = context.instance.get_ref()
     names = config.workspaces
-    with ProcessPoolExecutor(max_workers=max(1, min(AT_ONCE, len(names))), mp_context=mp) as pool:
+    with fork_server(["pipelines.defs.batches", "pipelines.definitions"]) as mp, \
+            ProcessPoolExecutor(max_workers=max(1, min(AT_ONCE, len(names))), mp_context=mp) as pool:
         done = pool.map(_run_workspace, [ref] * len(names), [config.job_name] * len(names), names,
                         [tags] * len(names))
         outcomes = dict(zip(names, done, strict=True))

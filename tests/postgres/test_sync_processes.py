@@ -11,7 +11,7 @@ from pathlib import Path
 
 from simulator.testing import SimConfig, serve_simulator
 from tests.backends import rows
-from tests.workspaces.pair import environment
+from tests.workspaces.pair import environment, sync_in_its_own_session
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,8 +25,10 @@ def test_workspaces_synced_by_several_processes_each_once_and_a_failure_alone(pg
     db = pg_server.url(pg_server.create_database())
     with serve_simulator(SimConfig(seed=7, scale="small", rate_limit=100000, pro_workspaces=2)) as sim:
         env = {**environment(sim, tmp_path, db), "SCANWATCH_SYNC_PROCESSES": "2"}
-        done = _sync(env)
+        done, left = sync_in_its_own_session(env)
         assert done.returncode == 1, done.stderr  # initech's key is refused
+        # Its processes, and the fork server they were forked from, are gone when it has exited.
+        assert not left, left
         failed = [line for line in done.stderr.splitlines() if line.startswith("scanwatch sync:")]
         assert len(failed) == 1 and "workspace initech failed in account" in failed[0], done.stderr
         assert done.stdout.startswith("scanwatch sync: ok (acme, globex)"), done.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -65,3 +66,32 @@ def synced_pair(tmp: Path, seed: int = 7) -> Iterator[Pair]:
                     {"acme": "Acme Corp", "globex": "Pro Workspace 2"})
         pair.sync = pair.cli("sync", "--quiet")
         yield pair
+
+
+def sync_in_its_own_session(env: dict[str, str]) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """`scanwatch sync --quiet` leading a session of its own, as a cron job's or a unit's command does, and the
+    processes of that session still running the moment it has exited (none should be)."""
+    # Output to files: a pipe's end of file would wait for every process holding it, the command's own exit not.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "sync", "--quiet"], env=env, cwd=ROOT,
+                                stdout=out, stderr=err, text=True, start_new_session=True)
+        proc.wait(timeout=600)
+        left = _in_session(proc.pid)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read()), left
+
+
+def _in_session(sid: int) -> list[str]:
+    left = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, _, _, session = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:4]
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        if int(session) == sid and state != "Z":
+            left.append(f"{entry.name}: {cmdline[:160]}")
+    return left

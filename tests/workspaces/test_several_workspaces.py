@@ -20,6 +20,7 @@ from tests.e2e.stack import ROOT, Process, poll
 from tests.ingest.conftest import Oracle, query
 from tests.reliability import forked
 from tests.service_truth import mismatches, walk
+from tests.workspaces.pair import sync_in_its_own_session
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -270,8 +271,10 @@ def test_with_dagster_home_the_summary_still_reaches_the_terminal(deployment, fi
     # (the demo's banner once showed an empty sync line), and a failed workspace must not stop the others.
     home = tmp_path / "dagster_home"
     home.mkdir()
-    done = _sync({**deployment, "DAGSTER_HOME": str(home)})
+    done, left = sync_in_its_own_session({**deployment, "DAGSTER_HOME": str(home)})
     assert done.returncode == 1
+    # Each run's process, and the fork server they were forked from, are gone once the command has exited.
+    assert not left, left
     assert re.match(r"scanwatch sync: ok \(acme, beta\) in ", done.stdout), (done.stdout, done.stderr)
     assert done.stderr.strip().splitlines()[-1].startswith("scanwatch sync: workspace gamma failed in account")
     # Dagster's run list names the job a CLI sync ran, as it names a schedule's (not `__ephemeral_asset_job__`).
