@@ -112,12 +112,10 @@ class HistoryResource(dg.ConfigurableResource["HistoryResource"]):
         return Settings.load()
 
     @contextmanager
-    def get_connection(self, *, read: bool = False) -> Iterator[Connection]:
-        """A writer's turn on the history; `read`: a read of committed rows, beside the writers
-        (`storage.beside_writer`)."""
-        from pipelines.storage import beside_writer, writer
+    def get_connection(self) -> Iterator[Connection]:
+        from pipelines.storage import writer
 
-        with (beside_writer if read else writer)(self.location, wait_seconds=self.lock_wait_seconds) as conn:
+        with writer(self.location, wait_seconds=self.lock_wait_seconds) as conn:
             yield conn
 
 

@@ -13,15 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pipelines.storage.db import (
-        HistoryLockedError,
-        beside_writer,
-        connect,
-        migrate,
-        reader,
-        schema_version,
-        writer,
-    )
+    from pipelines.storage.db import HistoryLockedError, connect, migrate, reader, schema_version, writer
     from pipelines.storage.destinations import HistoryError, HistoryQueryError, HistoryUnavailableError
     from pipelines.storage.merge import (
         MergeResult,
@@ -40,7 +32,6 @@ __all__ = [
     "HistoryQueryError",
     "HistoryUnavailableError",
     "MergeResult",
-    "beside_writer",
     "connect",
     "merge_account",
     "merge_issue_stages",
@@ -56,8 +47,7 @@ __all__ = [
 ]
 # Where each name above lives.
 _HOME_OF = {
-    **dict.fromkeys(["HistoryLockedError", "beside_writer", "connect", "migrate", "reader", "schema_version",
-                     "writer"],
+    **dict.fromkeys(["HistoryLockedError", "connect", "migrate", "reader", "schema_version", "writer"],
                     "pipelines.storage.db"),
     **dict.fromkeys(["HistoryError", "HistoryQueryError", "HistoryUnavailableError"], "pipelines.storage.destinations"),
     **dict.fromkeys(["MergeResult", "merge_account", "merge_issue_stages", "merge_projects", "merge_scan_stages",

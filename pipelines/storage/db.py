@@ -205,32 +205,6 @@ def writer(db: str | Path | HistoryLocation, *, wait_seconds: float = 30.0) -> I
             conn.close()
 
 
-@contextmanager
-def beside_writer(db: str | Path | HistoryLocation, *, wait_seconds: float = 30.0) -> Iterator[Connection]:
-    """The history for a read of committed rows that needs no writer's turn, on a writer's kind of
-    connection (`Engine.reader_turns`): on DuckDB a cursor of the file this process attached, reading while
-    another of its threads writes; on PostgreSQL the connection a writer would have. A history this process
-    has not found current yet takes the writer's turn instead: carrying its schema forward is a write."""
-    location = location_of(db)
-    engine = engine_for(location)
-    with engine.reader_turns(location):
-        conn = engine.connect(location, wait_seconds=wait_seconds)
-        try:
-            current = _up_to_date(conn)
-        except BaseException:
-            conn.close()
-            raise
-        if current:
-            try:
-                yield conn
-            finally:
-                conn.close()
-            return
-        conn.close()
-    with writer(location, wait_seconds=wait_seconds) as conn:
-        yield conn
-
-
 def holds_history(db: str | Path | HistoryLocation) -> bool:
     """Whether a history scanwatch wrote is at `db` (a DuckDB file exists; a PostgreSQL database has a schema)."""
     location = location_of(db)

@@ -19,7 +19,7 @@ def sync_issues(step: Step, *, project_ids: list[str], full_reconcile: bool, rec
     `reconcile_before` (`full_reconcile`: all of them; `project_ids`: only these); the staged lists are then
     diffed against the history in SQL. The rows the workspace's issues table then holds."""
     client = step.service
-    with step.db(read=True) as conn:
+    with step.db() as conn:
         todo = conn.execute(read_sql("sync/issue_projects.sql"), {
             "workspace_id": step.workspace_id, "full": full_reconcile,
             "reconcile_before": reconcile_before, "only": project_ids,

@@ -10,7 +10,7 @@ from pipelines.sync.step import Step, row_counts
 def sync_projects(step: Step) -> tuple[MergeResult, dict[str, int]]:
     """The project list embeds targets, so one walk (a page per 100 projects) feeds both tables; the merge's
     result and the rows each table then holds for the workspace."""
-    with step.db(read=True) as conn:
+    with step.db() as conn:
         if step.workspace_id is None:
             raise RuntimeError("no account in the history yet: materialize the account asset first")
         expected = conn.execute(read_sql("sync/projects_expected.sql"),

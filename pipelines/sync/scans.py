@@ -26,7 +26,7 @@ def sync_scans(step: Step, *, all_projects: bool, project_ids: list[str], peek_b
     holding them as Python objects until the merge left tens of MB of the process's memory behind for the rest
     of the sync."""
     client = step.service
-    with step.db(read=True) as conn:
+    with step.db() as conn:
         listed = conn.execute(read_sql("sync/scan_projects.sql"), {
             "workspace_id": step.workspace_id, "all": all_projects, "peek_before": peek_before,
             "only": project_ids,

@@ -219,76 +219,29 @@ def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str |
 
     The SLA policy is the settings' (`SCANWATCH_SLA_DAYS`), then `sla_days` over it (the asset's config).
     `found`: the settings the caller was given (the pipeline's resources); read here only for a caller with
-    none (a notebook, a test). Every phase on `conn`; a run takes them in turns (`prepare_refresh`)."""
-    refresh = prepare_refresh(conn, workspace_id=workspace_id, label=label, path=path, now=now,
-                              sla_days=sla_days, critical_info_limit=critical_info_limit,
-                              critical_new_limit=critical_new_limit, workspace=workspace, found=found)
-    return refresh.store(conn, refresh.build(conn))
-
-
-@dataclass(frozen=True)
-class SnapshotRefresh:
-    """A workspace's part on its way to the store, in three phases, each on a connection of its own turn:
-    `prepare_refresh` writes what the part reads beside the rows (the owners, the SLA policy); `build` only
-    reads committed rows, so a run takes no writer's turn for it (most of an unchanged workspace's SQL, which
-    on DuckDB held its one writer while the process's other core waited); `store` writes the part."""
-
-    workspace_id: str | None
-    label: str | None
-    path: Path | None
-    found: settings.Settings
-    plan: _Build
-    warnings: tuple[str, ...]
-    whole: bool  # the store must be written whole: every part the history holds, this one among them
-
-    @property
-    def name(self) -> str:
-        return part_name(self.workspace_id, self.label)
-
-    def build(self, conn: Connection) -> dict[str, bytes]:
-        """The encoded part (every part, for a store written whole), from one read transaction on `conn`."""
-        from pipelines.core.sqlfiles import read_sql
-
-        queries = _load_queries()
-
-        def parts(cursor: Connection) -> dict[str, dict[str, Any]]:
-            found = {part_name(wid, label): _part(cursor, self.plan, queries, wid, label)
-                     for wid, label in cursor.execute(read_sql("snapshot/parts.sql")).fetchall()} if self.whole \
-                else {}
-            if self.name not in found:
-                found[self.name] = _part(cursor, self.plan, queries, self.workspace_id, self.label)
-            return found
-
-        built = {name: encode_snapshot(doc) for name, doc in _read(conn, parts).items()}
-        milestones.reached("snapshot.built")
-        return built
-
-    def store(self, conn: Connection, built: dict[str, bytes]) -> Refreshed:
-        """Write what `build` made, atomically (on a PostgreSQL history's own table, on `conn`)."""
-        store = store_at(self.path, conn, self.found)
-        if self.whole:
-            store.replace_all(built)
-            return Refreshed(store.location(self.name), len(built[self.name]), len(built), self.warnings)
-        store.write(self.name, built[self.name])
-        if self.name != part_name(None, self.label):  # its runs from before the workspace was read were a part
-            store.remove(part_name(None, self.label))
-        return Refreshed(store.location(self.name), len(built[self.name]), 1, self.warnings)
-
-
-def prepare_refresh(conn: Connection, *, workspace_id: str | None, label: str | None,
-                    path: Path | None = None, now: datetime | None = None,
-                    sla_days: dict[str, int] | None = None, critical_info_limit: int = CRITICAL_INFO_LIMIT,
-                    critical_new_limit: int = CRITICAL_NEW_LIMIT, workspace: str | None = None,
-                    found: settings.Settings | None = None) -> SnapshotRefresh:
-    """The first phase of `refresh_snapshot` (which says what each argument is), on a writer's `conn`: the
-    ownership map applied and the SLA policy written, so that the rest only reads them."""
+    none (a notebook, a test)."""
     found = found or settings.Settings.load()
+    store = store_at(path, conn, found)
+    name = part_name(workspace_id, label)
     now = now or datetime.now(UTC)
     warnings = _record_owners(conn, workspace_id, workspace, label, now, found)
-    sla = vocabulary.sla_policy({}, {**found.sla_days, **(sla_days or {})})
-    plan = _prepare(conn, now, sla, critical_info_limit, critical_new_limit)
-    whole = store_at(path, conn, found).needs_all()
-    return SnapshotRefresh(workspace_id, label, path, found, plan, warnings, whole)
+    options: dict[str, Any] = {"now": now, "sla_days": vocabulary.sla_policy({}, {**found.sla_days,
+                                                                                 **(sla_days or {})}),
+               "critical_info_limit": critical_info_limit, "critical_new_limit": critical_new_limit}
+    if store.needs_all():
+        parts = build_parts(conn, **options)
+        if name not in parts:
+            parts[name] = build_part(conn, workspace_id=workspace_id, label=label, **options)
+        milestones.reached("snapshot.built")
+        encoded = {n: encode_snapshot(doc) for n, doc in parts.items()}
+        store.replace_all(encoded)
+        return Refreshed(store.location(name), len(encoded[name]), len(encoded), warnings)
+    data = encode_snapshot(build_part(conn, workspace_id=workspace_id, label=label, **options))
+    milestones.reached("snapshot.built")
+    store.write(name, data)
+    if name != part_name(None, label):  # its runs from before the workspace was read were a part of their own
+        store.remove(part_name(None, label))
+    return Refreshed(store.location(name), len(data), 1, warnings)
 
 
 def refresh_after_failure(db: HistoryLocation, label: str | None, *, found: settings.Settings,

@@ -30,7 +30,7 @@ from pipelines.storage.workspaces import current_workspace
 class History(Protocol):
     """Where a step's connections come from: the Dagster resource, or anything with the same method."""
 
-    def get_connection(self, *, read: bool = False) -> AbstractContextManager[Connection]: ...
+    def get_connection(self) -> AbstractContextManager[Connection]: ...
 
 
 class Log(Protocol):
@@ -57,18 +57,17 @@ class Step:
     _kept: tuple[AbstractContextManager[Connection], Connection] | None = None
 
     @contextmanager
-    def db(self, *, keep: bool = False, read: bool = False) -> Iterator[Connection]:
+    def db(self, *, keep: bool = False) -> Iterator[Connection]:
         """The history, held only for one read or one merge. The first one also looks up the service workspace
         this name follows: each open of a history costs milliseconds (a DuckDB file attached and its schema
         checked, a PostgreSQL session started), several per step. `keep`: the step's last use, a merge after
         which only the record of the run follows, with no wait on the service between: its connection is
-        kept for that record rather than closed and opened again. `read`: a read of committed rows only,
-        which takes no writer's turn (`storage.beside_writer`)."""
+        kept for that record rather than closed and opened again."""
         if self._kept is not None:
             holder, conn = self._kept
             self._kept = None
         else:
-            holder = self.history.get_connection(read=read)
+            holder = self.history.get_connection()
             conn = holder.__enter__()
         try:
             if not self._looked_up:

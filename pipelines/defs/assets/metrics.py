@@ -11,7 +11,7 @@ from pipelines.defs.freshness import REFRESHED
 from pipelines.defs.partitions import WORKSPACES
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
 from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, CRITICAL_NEW_LIMIT
-from pipelines.sync.snapshot import prepare_refresh
+from pipelines.sync.snapshot import refresh_snapshot
 
 
 class SnapshotConfig(dg.Config):
@@ -39,22 +39,17 @@ def metrics_snapshot(
     just read (`scanwatch backfill`), after the part is written: the snapshot reads none of what the
     reconstruction writes, so a reconstruction that fails never holds back the workspace's fresh metrics."""
     with sync_step(context, "metrics_snapshot", history, scanning_service,
-                   partition_workspace(context, scanning_service), reads_service=False) as step:
-        # Three turns on the history: the part's reads take no writer's turn (SnapshotRefresh).
-        with step.db() as conn:
-            refresh = prepare_refresh(conn, workspace_id=step.workspace_id, label=step.label,
-                                      path=Path(config.path) if config.path else None, now=step.now,
-                                      sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
-                                      critical_new_limit=config.critical_new_limit, workspace=step.workspace,
-                                      found=history.settings())
-        with step.db(read=True) as conn:
-            built = refresh.build(conn)
-        with step.db(keep=True) as conn:
-            part = refresh.store(conn, built)
-            rebuilt = reconstruct(conn, now=step.now, only_new=True, workspace_id=step.workspace_id) \
-                if step.workspace_id is not None else []
+                   partition_workspace(context, scanning_service), reads_service=False) as step, \
+            step.db(keep=True) as conn:
+        part = refresh_snapshot(conn, workspace_id=step.workspace_id, label=step.label,
+                                path=Path(config.path) if config.path else None, now=step.now,
+                                sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
+                                critical_new_limit=config.critical_new_limit, workspace=step.workspace,
+                                found=history.settings())
         for warning in part.warnings:
             context.log.warning(warning)
+        rebuilt = reconstruct(conn, now=step.now, only_new=True, workspace_id=step.workspace_id) \
+            if step.workspace_id is not None else []
         for result in rebuilt:
             context.log.info("reconstructed the past of %s", result.describe())
     where = dg.MetadataValue.text(part.location) if conn.engine.capabilities.holds_snapshot else \

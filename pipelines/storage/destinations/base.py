@@ -100,12 +100,6 @@ class Engine:
         process take turns on it."""
         return contextlib.nullcontext()
 
-    def reader_turns(self, location: HistoryLocation) -> contextlib.AbstractContextManager[None]:
-        """Held around one read of committed rows beside this process's writers (`storage.db.beside_writer`):
-        where the engine's memory is one budget for the whole process, readers of this process take turns
-        on it."""
-        return contextlib.nullcontext()
-
     def keeping_writers(self) -> contextlib.AbstractContextManager[None]:
         """Held for a run's life: its thread's writers may share a connection in turn, instead of each opening
         one, where opening one costs the engine (a server process per PostgreSQL connection)."""

@@ -14,7 +14,7 @@ from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.destinations.base import Capabilities, Connection, Engine, ReadResult, Statement
 from pipelines.storage.destinations.errors import HistoryError
 from pipelines.storage.destinations.impl.duckdb.errors import CONFLICTS, MISSING_TABLE, mapped, waiting_for_writer
-from pipelines.storage.destinations.impl.duckdb.sql_client import Attached, configure, file_reader, file_writer
+from pipelines.storage.destinations.impl.duckdb.sql_client import Attached, configure, file_writer
 from pipelines.storage.destinations.stage_format import NDJSON, StagedFile
 
 if TYPE_CHECKING:
@@ -71,9 +71,6 @@ class DuckDBEngine(Engine):
 
     def writer_turns(self, location: HistoryLocation) -> contextlib.AbstractContextManager[None]:
         return file_writer(location.path)
-
-    def reader_turns(self, location: HistoryLocation) -> contextlib.AbstractContextManager[None]:
-        return file_reader(location.path)
 
     def read_only(self, location: HistoryLocation, sql: str, *, timeout: float | None, workspace: str | None,
                   as_writer: bool, wait: float, scope: Callable[[Any, str], None],

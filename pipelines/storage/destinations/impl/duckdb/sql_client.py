@@ -144,22 +144,3 @@ def file_writer(path: str | Path) -> Iterator[None]:
     finally:
         lock.release()
         Attached.detach_idle(key)  # a turn that ended without closing what it attached leaves nothing held
-
-
-_READERS: dict[str, threading.Semaphore] = {}
-# Readers of one file that run beside its writer at once: DuckDB's memory limit (SETTINGS) is one budget for
-# the process's database, which a writer's merge and this many reads share.
-READERS_BESIDE_THE_WRITER = 1
-
-
-@contextmanager
-def file_reader(path: str | Path) -> Iterator[None]:
-    """A turn to read the file's committed rows while a thread of this process writes it (DuckDB's MVCC): a
-    metrics part, the checks. Such reads held the writer's turn, and were a third of it in an unchanged
-    workspace's run, while the process's other core waited. They take turns among themselves, one beside
-    the writer, so the writer's merge and a read share DuckDB's memory limit, not eight of them."""
-    key = str(Path(path).resolve()) if str(path) != ":memory:" else ":memory:"
-    with _WRITERS_LOCK:
-        turn = _READERS.setdefault(key, threading.Semaphore(READERS_BESIDE_THE_WRITER))
-    with turn:
-        yield
