@@ -95,3 +95,41 @@ def test_a_workspaces_run_checks_its_own_rows(synced) -> None:
     backends.write(db, f"UPDATE issues SET workspace_id = 'elsewhere', fixed_at = NULL WHERE id = '{fixed}'")
     assert _run_checks("default") == dict.fromkeys(CHECKS, (True, 0))
     assert _run_checks()["fixed_exactly_when_fixed_at"] == (False, 1)
+
+
+def test_no_check_result_is_handled_while_the_history_is_held(synced, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dagster stores each check's result (its event) while the checks' generator waits: done while the
+    history's connection is held, that held DuckDB's one writer for 40 ms of Python a workspace, while every
+    other run's merge waited. Mutation that fails it: a result yielded inside the connection's block."""
+    from pipelines.defs.resources import HistoryResource
+
+    held = [0]
+    opened = HistoryResource.get_connection
+
+    def counted(self: HistoryResource) -> Any:
+        context = opened(self)
+
+        class Held:
+            def __enter__(self) -> Any:
+                conn = context.__enter__()
+                held[0] += 1
+                return conn
+
+            def __exit__(self, *exc: Any) -> Any:
+                held[0] -= 1
+                return context.__exit__(*exc)
+
+        return Held()
+
+    stored: list[int] = []
+    handle = dg.DagsterInstance.handle_new_event
+
+    def spied(self: dg.DagsterInstance, event: Any, *args: Any, **kwargs: Any) -> Any:
+        if event.dagster_event is not None and event.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION":
+            stored.append(held[0])
+        return handle(self, event, *args, **kwargs)
+
+    monkeypatch.setattr(HistoryResource, "get_connection", counted)
+    monkeypatch.setattr(dg.DagsterInstance, "handle_new_event", spied)
+    assert _run_checks("default") == dict.fromkeys(CHECKS, (True, 0))
+    assert stored == [0] * len(CHECKS), f"results stored with the history held: {stored}"
