@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,21 @@ def listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def live_processes() -> Iterator[tuple[Path, list[str], str]]:
+    """Every other live process (zombies are gone): its /proc folder, the fields of its `stat` after the
+    command's name (state first; session at index 3), and its command line."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError):
+            continue
+        if stat and stat[0] != "Z":
+            yield entry, stat, cmdline
+
+
 def processes_mentioning(marker: str) -> list[str]:
     """Processes whose command line or environment names the marker (the demo's data folder).
 
@@ -83,16 +99,10 @@ def processes_mentioning(marker: str) -> list[str]:
     SCANWATCH_DB from it, so this finds leftovers however deep they are.
     """
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
+    for entry, _, cmdline in live_processes():
         try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if stat[0] == "Z":
-                continue
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             environ = (entry / "environ").read_bytes().decode(errors="replace")
-        except (OSError, IndexError):
+        except OSError:
             continue
         if marker in cmdline or marker in environ:
             found.append(f"{entry.name}: {cmdline[:160]}")

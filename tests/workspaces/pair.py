@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.testing import SimConfig, serve_simulator
+from tests.demo.helpers import live_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("acme", "globex")  # followed and synced; `initech` fails in its account step
@@ -83,15 +84,4 @@ def sync_in_its_own_session(env: dict[str, str]) -> tuple[subprocess.CompletedPr
 
 
 def _in_session(sid: int) -> list[str]:
-    left = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            state, _, _, session = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:4]
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, ValueError):
-            continue
-        if int(session) == sid and state != "Z":
-            left.append(f"{entry.name}: {cmdline[:160]}")
-    return left
+    return [f"{entry.name}: {cmdline[:160]}" for entry, stat, cmdline in live_processes() if int(stat[3]) == sid]
