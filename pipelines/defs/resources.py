@@ -14,6 +14,7 @@ the next tick without a reload, and assets, sensors and schedules never read the
 from __future__ import annotations
 
 import os
+from collections import ChainMap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -52,10 +53,11 @@ class ScanningServiceResource(dg.ConfigurableResource["ScanningServiceResource"]
         return None
 
     def settings(self) -> Settings:
-        env = {k: v for k, v in os.environ.items() if k != "SCANWATCH_WORKSPACES_FILE"}
-        given = {"SCANWATCH_BASE_URL": self.base_url, "SCANWATCH_API_KEY": self.api_key,
-                 "SCANWATCH_WORKSPACES_FILE": self.workspaces_file}
-        return Settings.load({**env, **{k: v for k, v in given.items() if v}})
+        """The environment under this resource's own config; the file is the config's alone (unset here, the
+        environment's is not read). Laid over the environment, not copied: every step asks."""
+        given = {"SCANWATCH_BASE_URL": self.base_url, "SCANWATCH_API_KEY": self.api_key}
+        return Settings.load(ChainMap({k: v for k, v in given.items() if v},
+                                      {"SCANWATCH_WORKSPACES_FILE": self.workspaces_file}, os.environ))
 
     def workspace(self, name: str | None = None) -> Workspace:
         return self.settings().workspace(name or DEFAULT_WORKSPACE)

@@ -63,3 +63,24 @@ def test_resources_store_variable_names_not_keys(tmp_path):
     resources = default_resources(Settings.load({"SCANWATCH_WORKSPACES_FILE": str(file), "KEY_ACME": KEY}))
     service = resources["scanning_service"]
     assert service.workspaces_file == str(file) and not service.api_key and KEY not in repr(service)
+
+
+def test_a_resource_follows_its_own_config_over_the_environment(tmp_path, monkeypatch):
+    """The resource's settings lay its config over the environment without copying it (every step asks).
+    Mutation that fails it: the environment's SCANWATCH_WORKSPACES_FILE read through when the resource names
+    none, or the resource's own key or URL losing to the environment's."""
+    file = tmp_path / "ws.yml"
+    file.write_text("workspaces:\n  - name: acme\n    api_key_env: KEY_ACME\n")
+    other = "rst_" + "b2" * 20
+    monkeypatch.setenv("SCANWATCH_WORKSPACES_FILE", str(file))
+    monkeypatch.setenv("SCANWATCH_BASE_URL", "http://env/v1")
+    monkeypatch.setenv("SCANWATCH_API_KEY", other)
+    monkeypatch.setenv("KEY_ACME", KEY)
+    own = ScanningServiceResource(base_url="http://own/v1", api_key=KEY)
+    assert own.workspace_names() == ["default"]
+    assert (own.workspace().base_url, own.workspace().api_key) == ("http://own/v1", KEY)
+    listed = ScanningServiceResource(workspaces_file=str(file))
+    assert listed.workspace_names() == ["acme"]
+    assert (listed.workspace("acme").base_url, listed.workspace("acme").api_key) == ("http://env/v1", KEY)
+    monkeypatch.setenv("KEY_ACME", other)  # a key rotated in the environment: the next step's ask reads it
+    assert listed.workspace("acme").api_key == other
