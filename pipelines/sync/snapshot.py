@@ -12,14 +12,12 @@ own part only: a tick of K workspaces costs K builds of one workspace, not K bui
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from pipelines.core import milestones, settings, vocabulary
 from pipelines.snapshot.catalogue import CRITICAL_INFO_LIMIT, CRITICAL_NEW_LIMIT, TTF_BUCKETS
@@ -31,8 +29,6 @@ from pipelines.storage.entities import ISSUE, SCAN
 if TYPE_CHECKING:  # the engines (and duckdb) stay out of the exporter's imports
     from pipelines.core.history_location import HistoryLocation
     from pipelines.storage.destinations import Connection
-
-T = TypeVar("T")
 
 
 def _load_queries() -> dict[str, str]:
@@ -127,19 +123,6 @@ def _part(cursor: Connection, build: _Build, queries: dict[str, str], workspace_
     return {**build.header(), "workspace_id": workspace_id, "workspace": workspace, "tables": tables}
 
 
-def _read(conn: Connection, work: Callable[[Connection], T]) -> T:
-    # A session of its own (DuckDB's cursor, or PostgreSQL's connection between transactions) in one read
-    # transaction gives every query the same committed state, and never touches (or aborts) a transaction
-    # the caller may hold open.
-    with conn.engine.session(conn) as session:
-        session.execute(conn.engine.begin_read)
-        try:
-            return work(session)
-        finally:
-            with contextlib.suppress(Exception):  # a connection lost meanwhile rolled back by itself
-                session.execute("ROLLBACK")
-
-
 def build_part(conn: Connection, *, workspace_id: str | None, label: str | None, now: datetime,
                sla_days: dict[str, int] | None = None, critical_info_limit: int = CRITICAL_INFO_LIMIT,
                critical_new_limit: int = CRITICAL_NEW_LIMIT) -> dict[str, Any]:
@@ -151,7 +134,7 @@ def build_part(conn: Connection, *, workspace_id: str | None, label: str | None,
     """
     build = _prepare(conn, now, sla_days, critical_info_limit, critical_new_limit)
     queries = _load_queries()
-    return _read(conn, lambda cursor: _part(cursor, build, queries, workspace_id, label))
+    return conn.engine.read_committed(conn, lambda cursor: _part(cursor, build, queries, workspace_id, label))
 
 
 def build_parts(conn: Connection, *, now: datetime, sla_days: dict[str, int] | None = None,
@@ -167,7 +150,7 @@ def build_parts(conn: Connection, *, now: datetime, sla_days: dict[str, int] | N
         return {part_name(wid, label): _part(cursor, build, queries, wid, label)
                 for wid, label in cursor.execute(read_sql("snapshot/parts.sql")).fetchall()}
 
-    return _read(conn, every)
+    return conn.engine.read_committed(conn, every)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,14 @@ a connection of its own would, and several files open in one process must never 
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+
+import duckdb
 
 from pipelines.core.sqlfiles import read_sql
 from pipelines.storage import connect
@@ -48,3 +53,133 @@ def test_two_histories_open_in_one_process_see_only_their_own_tables(tmp_path):
             assert _has_table(held, "only_in_older")
     assert [v for (v,) in rows(newer, "SELECT version FROM schema_migrations ORDER BY version")] == list(
         range(1, LATEST + 1))
+
+
+def _turn(path: Path):
+    """A writer's turn on the file, as a step of a sync takes it (pipelines/storage/db.writer)."""
+    return storage_db.writer(path)
+
+
+def _another_writer_waits(path: Path, then=lambda conn: None) -> threading.Thread:
+    """A thread of the process waiting for its turn on the file (as the other workspaces of a sync do), which
+    runs `then` in it once it has it."""
+    from pipelines.storage.destinations.impl.duckdb import sql_client
+
+    def write() -> None:
+        with _turn(path) as conn:
+            then(conn)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    key = str(path.resolve())
+    deadline = time.monotonic() + 30
+    while not sql_client._WAITING.get(key) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return thread
+
+
+def _setting(cursor, name: str) -> str:
+    return str(cursor.execute(f"SELECT current_setting('{name}')").fetchall()[0][0])
+
+
+def test_a_read_of_committed_rows_lends_the_turn_to_a_waiting_writer_and_sees_one_state(tmp_path):
+    """While a workspace's run reads its metrics part, another thread of the process writes and commits: the
+    read does not hold the file's one writer, sees the state it began with, and has a memory share of its own
+    meanwhile. Mutation that fails it: the read kept in its own turn (the other writer waits for it, and the
+    read's wait times out)."""
+    path = tmp_path / "history.duckdb"
+    with _turn(path) as conn:
+        conn.execute("CREATE TABLE marks (n INTEGER)")
+        conn.execute("INSERT INTO marks VALUES (1)")
+        alone = _setting(conn, "memory_limit")
+    reading, written = threading.Event(), threading.Event()
+
+    def insert(conn) -> None:
+        reading.wait(30)
+        conn.execute("INSERT INTO marks VALUES (2)")
+        written.set()
+
+    def read(cursor) -> tuple[int, int, str]:
+        before = cursor.execute("SELECT count(*) FROM marks").fetchall()[0][0]
+        reading.set()
+        wrote = written.wait(10)
+        after = cursor.execute("SELECT count(*) FROM marks").fetchall()[0][0]
+        return (before, after, _setting(cursor, "memory_limit")) if wrote else (-1, -1, "")
+
+    with _turn(path) as conn:
+        other = _another_writer_waits(path, insert)
+        seen = conn.engine.read_committed(conn, read)
+        assert conn.execute("SELECT count(*) FROM marks").fetchall()[0][0] == 2  # its turn is back, and current
+        assert _setting(conn, "memory_limit") == alone
+    other.join(30)
+    assert seen[:2] == (1, 1)
+    assert _mib(seen[2]) > _mib(alone)
+
+
+def _mib(setting: str) -> float:
+    number, unit = setting.split()
+    return float(number) * {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024}[unit]
+
+
+def test_a_read_with_no_writer_waiting_keeps_its_turn_and_the_one_memory_limit(tmp_path):
+    """A read alone has no writer to make room for: it runs in its turn, under the one memory limit (a first
+    sync of one large workspace stays within its peak). Mutation that fails it: a read lends its turn whether
+    or not another writer waits."""
+    path = tmp_path / "history.duckdb"
+    with _turn(path) as conn:
+        alone = _setting(conn, "memory_limit")
+        assert conn.engine.read_committed(conn, lambda cursor: _setting(cursor, "memory_limit")) == alone
+
+
+def test_a_read_beside_the_writer_that_runs_out_of_memory_is_read_again_in_the_turn(tmp_path, caplog):
+    """The process's memory limit covers the writer and a read beside it: a read that runs out of it there is
+    read again in the thread's own turn, and says so in one line, rather than failing the workspace's run.
+    Mutation that fails it: the exception let through."""
+    path = tmp_path / "history.duckdb"
+    tries: list[bool] = []
+
+    def read(cursor) -> int:
+        tries.append(True)
+        if len(tries) == 1:
+            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data of size 1.0 MiB")
+        return int(cursor.execute("SELECT 42").fetchall()[0][0])
+
+    with _turn(path) as conn, caplog.at_level(logging.WARNING, logger="scanwatch.history"):
+        other = _another_writer_waits(path)
+        assert conn.engine.read_committed(conn, read) == 42
+    other.join(30)
+    assert len(tries) == 2
+    assert [r.getMessage().split(";")[0] for r in caplog.records] == [
+        f"a read beside the writer of {path} ran out of DuckDB's memory limit"]
+
+
+def test_only_one_read_runs_beside_the_writer_at_a_time(tmp_path):
+    """A second read while one runs beside the writer keeps its own turn: DuckDB then runs at most one writer
+    and one reader at once. Mutation that fails it: every read lent its turn."""
+    path = tmp_path / "history.duckdb"
+    first_reading, second_done, third_got_it = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def first(cursor) -> None:
+        first_reading.set()
+        second_done.wait(30)
+
+    def holder() -> None:
+        with _turn(path) as conn:
+            _another_writer_waits(path, lambda conn: _second(conn))
+            conn.engine.read_committed(conn, first)
+
+    def _second(conn) -> None:  # the writer the holder lent its turn to reads too, while a third waits
+        assert first_reading.wait(30)
+        third = _another_writer_waits(path, lambda _conn: third_got_it.set())
+        conn.engine.read_committed(conn, lambda cursor: seen.append(third_got_it.wait(0.5)))
+        second_done.set()
+        threads.append(third)
+
+    threads: list[threading.Thread] = []
+    thread = threading.Thread(target=holder)
+    thread.start()
+    thread.join(60)
+    for t in threads:
+        t.join(30)
+    assert seen == [False] and third_got_it.is_set()

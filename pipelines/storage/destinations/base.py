@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.destinations.errors import HistoryError
@@ -27,6 +27,8 @@ from pipelines.storage.destinations.stage_format import NDJSON, StagedFile, Stag
 if TYPE_CHECKING:
     from pipelines.snapshot.format import Limits
     from pipelines.snapshot.store import SnapshotStore
+
+T = TypeVar("T")
 
 # The rows of a read: its column names and its rows, fetched as the caller iterates.
 ReadResult = tuple[list[str], Iterator[tuple[Any, ...]]]
@@ -224,6 +226,18 @@ class Engine:
     def session(self, conn: Connection) -> Iterator[Connection]:
         """The same history on a connection whose transactions never touch one the caller holds open."""
         raise NotImplementedError
+
+    def read_committed(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        """`work` on a session of its own in one read transaction: every statement sees the same committed
+        state, even if a writer commits meanwhile, and a transaction the caller holds open is never touched
+        (or aborted). An engine with one writer at a time lets the others write meanwhile where it can."""
+        with self.session(conn) as session:
+            session.execute(self.begin_read)
+            try:
+                return work(session)
+            finally:
+                with contextlib.suppress(Exception):  # a connection lost meanwhile rolled back by itself
+                    session.execute("ROLLBACK")
 
     def grant_views(self, conn: Connection, views: Sequence[str]) -> None:
         """Let the views layer's readers read `views` (called whenever the writer opens the history)."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 
@@ -14,12 +15,15 @@ from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.destinations.base import Capabilities, Connection, Engine, ReadResult, Statement
 from pipelines.storage.destinations.errors import HistoryError
 from pipelines.storage.destinations.impl.duckdb.errors import CONFLICTS, MISSING_TABLE, mapped, waiting_for_writer
-from pipelines.storage.destinations.impl.duckdb.sql_client import Attached, configure, file_writer
+from pipelines.storage.destinations.impl.duckdb.sql_client import Attached, beside_the_writer, configure, file_writer
 from pipelines.storage.destinations.stage_format import NDJSON, StagedFile
 
 if TYPE_CHECKING:
     from pipelines.snapshot.format import Limits
     from pipelines.snapshot.store import SnapshotStore
+
+T = TypeVar("T")
+_log = logging.getLogger("scanwatch.history")
 
 
 class DuckDBEngine(Engine):
@@ -117,6 +121,20 @@ class DuckDBEngine(Engine):
 
     def row_hash(self, columns: str) -> str:
         return f"hash({columns})"
+
+    def read_committed(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        """Beside the writer: the thread lends its turn to the others while it reads (DuckDB's transactions
+        give the read its own committed state), so a refresh of many workspaces has one writing and one
+        reading at a time instead of one statement at a time. The process's one memory limit covers both: a
+        read that runs out of it beside a writer is read again in the thread's own turn, as every read was."""
+        with beside_the_writer(conn.location.path) as beside:
+            if beside:
+                try:
+                    return super().read_committed(conn, work)
+                except duckdb.OutOfMemoryException as exc:
+                    _log.warning("a read beside the writer of %s ran out of DuckDB's memory limit; read again in "
+                                 "the writer's turn: %s", conn.location.masked, str(exc).splitlines()[0])
+        return super().read_committed(conn, work)
 
     @contextmanager
     def session(self, conn: Connection) -> Iterator[Connection]:

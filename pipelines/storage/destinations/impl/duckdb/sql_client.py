@@ -21,7 +21,8 @@ from pipelines.storage.destinations.base import Connection, Engine
 # grows (migration 011). One thread: scanwatch shares its host, and single-threaded DuckDB keeps one buffer
 # set instead of one per thread. Insertion order is never relied on (every read that cares says ORDER BY),
 # and keeping it costs memory in large loads.
-SETTINGS = {"memory_limit": "96MB", "threads": 1, "preserve_insertion_order": False}
+MEMORY_LIMIT_MB = 96
+SETTINGS = {"memory_limit": f"{MEMORY_LIMIT_MB}MB", "threads": 1, "preserve_insertion_order": False}
 
 
 def configure(raw: duckdb.DuckDBPyConnection) -> None:
@@ -119,6 +120,30 @@ def _quoted(text: str) -> str:
 _WRITERS: dict[str, threading.RLock] = {}
 _WAITING: dict[str, int] = {}  # resolved path -> threads of this process waiting for their writer's turn
 _WRITERS_LOCK = threading.Lock()
+_HELD = threading.local()  # per thread: resolved path -> how deep this thread holds its turn
+
+
+def _key(path: str | Path) -> str:
+    return str(Path(path).resolve()) if str(path) != ":memory:" else ":memory:"
+
+
+def _held() -> dict[str, int]:
+    held: dict[str, int] | None = getattr(_HELD, "depth", None)
+    if held is None:
+        held = _HELD.depth = {}
+    return held
+
+
+def _take(key: str) -> threading.RLock:
+    with _WRITERS_LOCK:
+        lock = _WRITERS.setdefault(key, threading.RLock())
+        _WAITING[key] = _WAITING.get(key, 0) + 1
+    try:
+        lock.acquire()
+    finally:
+        with _WRITERS_LOCK:
+            _WAITING[key] -= 1
+    return lock
 
 
 @contextmanager
@@ -130,17 +155,58 @@ def file_writer(path: str | Path) -> Iterator[None]:
     (`Attached._release`): it is handed over instead of checkpointed, detached and attached again, which cost
     about a tenth of an unchanged workspace's sync (nine turns a workspace). The file is released once no
     thread of the process waits, as before."""
-    key = str(Path(path).resolve()) if str(path) != ":memory:" else ":memory:"
-    with _WRITERS_LOCK:
-        lock = _WRITERS.setdefault(key, threading.RLock())
-        _WAITING[key] = _WAITING.get(key, 0) + 1
-    try:
-        lock.acquire()
-    finally:
-        with _WRITERS_LOCK:
-            _WAITING[key] -= 1
+    key = _key(path)
+    lock = _take(key)
+    held = _held()
+    depth = held.get(key, 0)
+    held[key] = depth + 1
     try:
         yield
     finally:
+        held[key] = depth
         lock.release()
         Attached.detach_idle(key)  # a turn that ended without closing what it attached leaves nothing held
+
+
+# One read of committed rows at a time beside the writer, with a memory share of its own: the process's
+# database has one memory limit, and a read beside the writer that shared the writer's 96 MB ran a merge of a
+# first sync of 1,000 workspaces out of it (docs/benchmarks.md). While a read runs beside, the limit is the
+# writer's plus the reader's share; a read that still runs out of it is read again in its own turn.
+READER_SHARE_MB = 48
+_BESIDE = threading.Lock()
+
+
+def _limit_mb(extra: int) -> None:
+    if Attached._host is not None and Attached._host_pid == os.getpid():
+        Attached._host.execute(f"SET memory_limit = '{MEMORY_LIMIT_MB + extra}MB'")
+
+
+@contextmanager
+def beside_the_writer(path: str | Path) -> Iterator[bool]:
+    """Hand this thread's turn on the file to the others for a read of committed rows, and take it back after.
+
+    Yields whether the read runs beside the writer: only a thread that holds its turn once (not nested) while
+    another thread waits for it lends it (alone, a read has no one to make room for), and only one such read
+    of the process runs at a time. The thread's own connection stays open, so the file stays attached
+    meanwhile; it must not be used until the block ends."""
+    key = _key(path)
+    held = _held()
+    lock = _WRITERS.get(key)
+    if key == ":memory:" or lock is None or held.get(key) != 1 or not _WAITING.get(key) \
+            or not _BESIDE.acquire(blocking=False):
+        yield False
+        return
+    try:
+        _limit_mb(READER_SHARE_MB)
+        held[key] = 0
+        lock.release()
+        try:
+            yield True
+        finally:
+            _take(key)
+            held[key] = 1
+    finally:
+        try:
+            _limit_mb(0)  # the writer's own limit again: DuckDB evicts what the read left to get there
+        finally:
+            _BESIDE.release()
