@@ -3,6 +3,7 @@ writers of one process take on it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator
@@ -198,15 +199,20 @@ def beside_the_writer(path: str | Path) -> Iterator[bool]:
         return
     try:
         _limit_mb(READER_SHARE_MB)
-        held[key] = 0
-        lock.release()
-        try:
-            yield True
-        finally:
-            _take(key)
-            held[key] = 1
+    except BaseException:
+        _BESIDE.release()
+        raise
+    held[key] = 0
+    lock.release()
+    try:
+        yield True
     finally:
         try:
-            _limit_mb(0)  # the writer's own limit again: DuckDB evicts what the read left to get there
+            # The writer's own limit again (DuckDB evicts what the read left to get there); one it cannot go back
+            # to yet stays raised until the next read's end tries again.
+            with contextlib.suppress(duckdb.Error):
+                _limit_mb(0)
         finally:
-            _BESIDE.release()
+            _BESIDE.release()  # before the turn is taken back: the next read need not wait for this one's turn
+            _take(key)
+            held[key] = 1
