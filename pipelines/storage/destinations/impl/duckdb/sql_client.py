@@ -178,8 +178,9 @@ _BESIDE = threading.Lock()
 
 
 def _limit_mb(extra: int) -> None:
-    if Attached._host is not None and Attached._host_pid == os.getpid():
-        Attached._host.execute(f"SET memory_limit = '{MEMORY_LIMIT_MB + extra}MB'")
+    with Attached._lock:  # the process's database object is shared with the threads attaching and detaching
+        if Attached._host is not None and Attached._host_pid == os.getpid():
+            Attached._host.execute(f"SET memory_limit = '{MEMORY_LIMIT_MB + extra}MB'")
 
 
 @contextmanager
