@@ -150,7 +150,7 @@ def build_parts(conn: Connection, *, now: datetime, sla_days: dict[str, int] | N
         return {part_name(wid, label): _part(cursor, build, queries, wid, label)
                 for wid, label in cursor.execute(read_sql("snapshot/parts.sql")).fetchall()}
 
-    return conn.engine.read_committed(conn, every)
+    return conn.engine.read_committed(conn, every, beside=False)  # written whole before any other part
 
 
 @dataclass(frozen=True)

@@ -71,9 +71,8 @@ def _another_writer_waits(path: Path, then=lambda conn: None) -> threading.Threa
 
     thread = threading.Thread(target=write)
     thread.start()
-    key = str(path.resolve())
     deadline = time.monotonic() + 30
-    while not sql_client._WAITING.get(key) and time.monotonic() < deadline:
+    while not sql_client.writers_waiting(path) and time.monotonic() < deadline:
         time.sleep(0.005)
     return thread
 

@@ -227,10 +227,12 @@ class Engine:
         """The same history on a connection whose transactions never touch one the caller holds open."""
         raise NotImplementedError
 
-    def read_committed(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+    def read_committed(self, conn: Connection, work: Callable[[Connection], T], *, beside: bool = True) -> T:
         """`work` on a session of its own in one read transaction: every statement sees the same committed
         state, even if a writer commits meanwhile, and a transaction the caller holds open is never touched
-        (or aborted). An engine with one writer at a time lets the others write meanwhile where it can."""
+        (or aborted). An engine with one writer at a time lets the others write meanwhile where it can;
+        `beside` False keeps the caller's turn, for a read whose result must be written before any other
+        writer's (every part of the snapshot at once, which a part written meanwhile must not precede)."""
         with self.session(conn) as session:
             session.execute(self.begin_read)
             try:

@@ -122,13 +122,13 @@ class DuckDBEngine(Engine):
     def row_hash(self, columns: str) -> str:
         return f"hash({columns})"
 
-    def read_committed(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+    def read_committed(self, conn: Connection, work: Callable[[Connection], T], *, beside: bool = True) -> T:
         """Beside the writer: the thread lends its turn to the others while it reads (DuckDB's transactions
         give the read its own committed state), so a refresh of many workspaces has one writing and one
         reading at a time instead of one statement at a time. The process's one memory limit covers both: a
         read that runs out of it beside a writer is read again in the thread's own turn, as every read was."""
-        with beside_the_writer(conn.location.path) as beside:
-            if beside:
+        with beside_the_writer(conn.location.path) if beside else contextlib.nullcontext(False) as lent:
+            if lent:
                 try:
                     return super().read_committed(conn, work)
                 except duckdb.OutOfMemoryException as exc:

@@ -169,6 +169,12 @@ def file_writer(path: str | Path) -> Iterator[None]:
         Attached.detach_idle(key)  # a turn that ended without closing what it attached leaves nothing held
 
 
+def writers_waiting(path: str | Path) -> int:
+    """Threads of this process waiting for their turn on the file: whom a read beside the writer makes room
+    for."""
+    return _WAITING.get(_key(path), 0)
+
+
 # One read of committed rows at a time beside the writer, with a memory share of its own: the process's
 # database has one memory limit, and a read beside the writer that shared the writer's 96 MB ran a merge of a
 # first sync of 1,000 workspaces out of it (docs/benchmarks.md). While a read runs beside, the limit is the
@@ -194,7 +200,7 @@ def beside_the_writer(path: str | Path) -> Iterator[bool]:
     key = _key(path)
     held = _held()
     lock = _WRITERS.get(key)
-    if key == ":memory:" or lock is None or held.get(key) != 1 or not _WAITING.get(key) \
+    if key == ":memory:" or lock is None or held.get(key) != 1 or not writers_waiting(path) \
             or not _BESIDE.acquire(blocking=False):
         yield False
         return
