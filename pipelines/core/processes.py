@@ -10,11 +10,14 @@ and SIGTERM, and `dagster dev` then cannot be stopped.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.forkserver
+import multiprocessing.resource_tracker
+import multiprocessing.util
 import os
 import re
 import shutil
@@ -192,3 +195,18 @@ def fork_server(preload: list[str]) -> Iterator[multiprocessing.context.ForkServ
         stop = getattr(multiprocessing.forkserver._forkserver, "_stop", None)
         if stop is not None:
             stop()
+        atexit.unregister(_stop_resource_tracker)
+        atexit.register(_stop_resource_tracker)
+
+
+def _stop_resource_tracker() -> None:
+    """The fork server starts multiprocessing's resource tracker, which exits only once it reads that this
+    process closed its end: after the command has returned, like the fork server left alone. At exit, run
+    multiprocessing's own exit handler first (it joins the queues' feeder threads and unregisters their
+    semaphores; it runs once however often it is called), then stop the tracker and wait for it, the standard
+    library's own stop. Stopped while a semaphore was still registered, it would unlink it under its owner."""
+    exit_handler = getattr(multiprocessing.util, "_exit_function", None)
+    stop = getattr(multiprocessing.resource_tracker._resource_tracker, "_stop", None)
+    if exit_handler is not None and stop is not None:
+        exit_handler()
+        stop()
