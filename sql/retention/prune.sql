@@ -29,7 +29,10 @@ FROM (
         row_number() OVER (PARTITION BY s.workspace_id, s.project_id, s.target_id,
                                         CAST(timezone('UTC', s.observed_at) AS DATE)
                            ORDER BY s.score DESC NULLS LAST, s.observed_at) AS high_n,
-        row_number() OVER (PARTITION BY s.workspace_id ORDER BY s.observed_at) AS first_n
+        -- The first instant holds a sample of every project and target: one of them, always the same one,
+        -- so that a second prune keeps what the first kept.
+        row_number() OVER (PARTITION BY s.workspace_id
+                           ORDER BY s.observed_at, s.project_id, s.target_id NULLS FIRST) AS first_n
     FROM score_snapshots AS s
     WHERE s.observed_at < $before
 ) AS ranked
