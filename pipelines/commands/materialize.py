@@ -1,13 +1,14 @@
-"""Run every asset once in-process, as the schedules would, and gather what the CLI reports.
+"""Run every asset once, as the schedules would, and gather what the CLI reports.
 
-One Dagster run per followed workspace (its partition), several at once: each key has its own rate-limit
-budget, so K workspaces take about as long as the slowest one; their merges take DuckDB's writer in turn.
-Without `DAGSTER_HOME` the runs share this process: a few threads, each taking the next workspace when its
-run ends, each with one ephemeral instance for all its runs, a run forgotten once its outcome is read, so
-memory stays flat in the number of workspaces; on a history that takes many writers at once (PostgreSQL),
-one such process per core once there are enough workspaces, all taking from one queue. With it, each run is
-a process of its own recording into that instance, as the schedules' runs do: in-process runs sharing its
-SQLite storage from several threads were seen to deadlock.
+One run per followed workspace, several at once: each key has its own rate-limit budget, so K workspaces
+take about as long as the slowest one; their merges take DuckDB's writer in turn. With `DAGSTER_HOME` each
+run is a Dagster run of `sync_job` (its partition the workspace), a process of its own recording into that
+instance, as the schedules' runs do: in-process runs sharing its SQLite storage from several threads were
+seen to deadlock. Without it nothing would keep a Dagster run, and the runs are the assets' own steps in the
+job's order (`workspace_run`), in this process: a few threads, each taking the next workspace when its run
+ends, holding nothing of it afterwards, so memory stays flat in the number of workspaces; on a history that
+takes many writers at once (PostgreSQL), one such process per core once there are enough workspaces, all
+taking from one queue.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, Protocol
 
 import dagster as dg
 
-from pipelines.commands.ephemeral import ephemeral_instance
+from pipelines.commands.workspace_run import Resources, resources, run_workspace
 from pipelines.core.processes import fork_server
 from pipelines.defs.assets import ALL_ASSETS
 from pipelines.defs.checks import history_checks
@@ -98,11 +99,12 @@ def materialize_all(*, workspace: str | None = None, full_reconcile: bool = Fals
     from pipelines.core.settings import Settings
 
     names = [workspace] if workspace else Settings.load().workspace_names
-    if len(names) == 1:
-        # In the main thread, where Ctrl-C lands in the run itself.
-        return _materialize_workspace(names[0], full_reconcile, console_level)
     if os.environ.get("DAGSTER_HOME"):
+        if len(names) == 1:  # in the main thread, where Ctrl-C lands in the run itself
+            return _materialize_workspace(names[0], full_reconcile, console_level)
         return Outcome.combine(_in_processes(names, full_reconcile, console_level))
+    if len(names) == 1:
+        return _run_workspace(names[0], full_reconcile, quiet=_quiet(console_level))
     # Dagster's compute-log capture swaps file descriptors 1 and 2 for each step and puts back what it
     # found; steps of concurrent runs interleave, so the last one may "restore" another's capture file.
     # The terminal's descriptors are put back here, whatever order the runs ended in.
@@ -137,8 +139,7 @@ def _run_processes(count: int) -> int:
 
 
 def _in_threads(names: list[str], full_reconcile: bool, console_level: str) -> list[Outcome]:
-    """At most MAX_RUN_THREADS runs at once, each thread taking the next workspace when its run ends, on one
-    ephemeral instance per thread (created and closed in that thread: see `_materialize_workspace`). Ctrl-C
+    """At most MAX_RUN_THREADS runs at once, each thread taking the next workspace when its run ends. Ctrl-C
     stops the threads from starting another run; the runs under way end as they would."""
     todo: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
     for item in enumerate(names):
@@ -163,15 +164,13 @@ def _threads(todo: _Todo, count: int, full_reconcile: bool, console_level: str) 
 
     def work() -> None:
         try:
-            job = _sync_job()
-            with ephemeral_instance() as instance:
-                while not stop.is_set():
-                    item = todo.get()
-                    if item is None or stop.is_set():
-                        return
-                    index, name = item
-                    parts.append((index, _materialize_in(instance, name, full_reconcile, console_level,
-                                                         forget=True, job=job)))
+            found = resources()
+            while not stop.is_set():
+                item = todo.get()
+                if item is None or stop.is_set():
+                    return
+                index, name = item
+                parts.append((index, _run_workspace(name, full_reconcile, found, quiet=_quiet(console_level))))
         except BaseException as exc:  # re-raised in the calling thread, as a pool's map would
             errors.append(exc)
             stop.set()
@@ -288,17 +287,37 @@ def _child_started(progress: bool, pids: multiprocessing.queues.SimpleQueue[int]
         show_progress()
 
 
-def _instance() -> dg.DagsterInstance:
-    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else ephemeral_instance()
-
-
 def _materialize_workspace(workspace: str, full_reconcile: bool, console_level: str) -> Outcome:
-    # Closed here, in the thread that opened it: an ephemeral instance keeps its events in an in-memory SQLite
-    # database, and one left to the garbage collector is closed from whichever thread collects it, where
-    # SQLAlchemy prints a traceback per connection ("SQLite objects created in a thread can only be used in
-    # that same thread"): 6 of them for a mix of failing and healthy workspaces, 15 for 50 workspaces.
-    with _instance() as instance:
+    """The workspace's Dagster run, recorded in `DAGSTER_HOME`'s instance."""
+    with dg.DagsterInstance.get() as instance:
         return _materialize_in(instance, workspace, full_reconcile, console_level)
+
+
+def _quiet(console_level: str) -> bool:
+    """Whether Dagster's console logger at `console_level` would have left out the assets' warnings."""
+    return bool(logging.getLevelName(console_level.upper()) > logging.WARNING)
+
+
+def _run_workspace(workspace: str, full_reconcile: bool, found: Resources | None = None, *,
+                   quiet: bool = False) -> Outcome:
+    """The workspace's run without an instance to record it (`workspace_run`), told as a Dagster run's is."""
+    run = run_workspace(workspace, full_reconcile, found, quiet=quiet)
+    if not run.success:
+        _after_failure(workspace)
+    return Outcome(success=run.success, run_id=run.run_id, workspace=workspace, failed_step=run.failed_step,
+                   error=run.error, failed_checks=run.failed_checks, warnings=run.warnings,
+                   metadata={key: {k: _value(v) for k, v in meta.items()} for key, meta in run.metadata.items()})
+
+
+def _after_failure(workspace: str) -> None:
+    """The snapshot is skipped after a failed asset: the workspace's part shows the failure now."""
+    from pipelines.core.settings import ConfigError, Settings
+    from pipelines.sync.snapshot import refresh_after_failure
+
+    settings = Settings.load()
+    with contextlib.suppress(ConfigError):  # the run's own failure is what the user must see
+        refresh_after_failure(settings.history, settings.workspace(workspace).label, found=settings,
+                              workspace=workspace)
 
 
 def _sync_job() -> dg.JobDefinition:
@@ -310,17 +329,14 @@ def _sync_job() -> dg.JobDefinition:
 
 
 def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile: bool,
-                    console_level: str, *, forget: bool = False, job: dg.JobDefinition | None = None) -> Outcome:
-    """`forget`: delete the run from the (ephemeral) instance once its outcome is read, so an instance that
-    serves many runs in turn holds none of their events. `job`: `_sync_job()` bound once for a thread's runs
-    (binding and snapshotting it again for each cost about 30 ms a workspace)."""
+                    console_level: str) -> Outcome:
     register(instance, [workspace])
     run_config = {
         "ops": {"issues": {"config": {"full_reconcile": full_reconcile}},
                 "scans": {"config": {"all_projects": full_reconcile}}},
         "loggers": {"console": {"config": {"log_level": console_level}}},
     }
-    result = (job or _sync_job()).execute_in_process(
+    result = _sync_job().execute_in_process(
         run_config=run_config, instance=instance, raise_on_error=False, tags={"scanwatch/trigger": "cli"},
         partition_key=workspace,
     )
@@ -336,17 +352,9 @@ def _materialize_in(instance: dg.DagsterInstance, workspace: str, full_reconcile
         outcome.failed_step = event.step_key
         outcome.error = event.step_failure_data.error
         break
-    if not result.success:  # Dagster skips the snapshot after a failed asset: its part shows the failure now
-        from pipelines.core.settings import ConfigError, Settings
-        from pipelines.sync.snapshot import refresh_after_failure
-
-        settings = Settings.load()
-        with contextlib.suppress(ConfigError):  # the run's own failure is what the user must see
-            refresh_after_failure(settings.history, settings.workspace(workspace).label, found=settings,
-                                  workspace=workspace)
+    if not result.success:
+        _after_failure(workspace)
     for event in result.all_events:
         if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.asset_check_evaluation_data.passed:
             outcome.failed_checks.append(event.asset_check_evaluation_data.check_name)
-    if forget:
-        instance.delete_run(result.run_id)
     return outcome

@@ -1,12 +1,13 @@
 """The metrics snapshot the exporter serves: one part per workspace."""
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from pipelines.backfill.reconstruct import reconstruct
-from pipelines.defs.assets.step import partition_workspace, sync_step
+from pipelines.defs.assets.step import OpenStep, partition_workspace, sync_step
 from pipelines.defs.freshness import REFRESHED
 from pipelines.defs.partitions import WORKSPACES
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
@@ -38,21 +39,26 @@ def metrics_snapshot(
     At the end of a workspace's first sync it also reconstructs the days before it from the scans and issues
     just read (`scanwatch backfill`), after the part is written: the snapshot reads none of what the
     reconstruction writes, so a reconstruction that fails never holds back the workspace's fresh metrics."""
-    with sync_step(context, "metrics_snapshot", history, scanning_service,
-                   partition_workspace(context, scanning_service), reads_service=False) as step, \
-            step.db(keep=True) as conn:
+    step = partial(sync_step, context, "metrics_snapshot", history, scanning_service,
+                   partition_workspace(context, scanning_service), reads_service=False)
+    return dg.MaterializeResult(metadata=refresh_metrics(step, config, history)["metrics_snapshot"])
+
+
+def refresh_metrics(open_step: OpenStep, config: SnapshotConfig, history: HistoryResource) -> dict[str, dict[str, Any]]:
+    """The asset's work, whoever runs it: its metadata by asset key."""
+    with open_step() as step, step.db(keep=True) as conn:
         part = refresh_snapshot(conn, workspace_id=step.workspace_id, label=step.label,
                                 path=Path(config.path) if config.path else None, now=step.now,
                                 sla_days=config.sla_days, critical_info_limit=config.critical_info_limit,
                                 critical_new_limit=config.critical_new_limit, workspace=step.workspace,
                                 found=history.settings())
         for warning in part.warnings:
-            context.log.warning(warning)
+            step.log.warning(warning)
         rebuilt = reconstruct(conn, now=step.now, only_new=True, workspace_id=step.workspace_id) \
             if step.workspace_id is not None else []
         for result in rebuilt:
-            context.log.info("reconstructed the past of %s", result.describe())
+            step.log.info("reconstructed the past of %s", result.describe())
     where = dg.MetadataValue.text(part.location) if conn.engine.capabilities.holds_snapshot else \
         dg.MetadataValue.path(part.location)
-    return dg.MaterializeResult(metadata={"path": where, "bytes": part.bytes, "parts_written": part.parts,
-                                          "workspaces_reconstructed": len(rebuilt), **step.metadata})
+    return {"metrics_snapshot": {"path": where, "bytes": part.bytes, "parts_written": part.parts,
+                                 "workspaces_reconstructed": len(rebuilt), **step.metadata}}

@@ -1,11 +1,12 @@
 """Scan history, read incrementally."""
 
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import dagster as dg
 
-from pipelines.defs.assets.step import partition_workspace, row_count, sync_step
+from pipelines.defs.assets.step import OpenStep, partition_workspace, row_count, sync_step
 from pipelines.defs.freshness import REFRESHED_HOURLY
 from pipelines.defs.partitions import WORKSPACES
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
@@ -34,9 +35,16 @@ def scans(
     queued in the history are re-read one by one. A failed scan need not move anything GET /projects shows, so
     a project that has not moved still has its newest scan page read once per scans-schedule interval: at most
     one request per project per interval, none between."""
-    with sync_step(context, "scans", history, scanning_service,
-                   partition_workspace(context, scanning_service)) as step:
+    step = partial(sync_step, context, "scans", history, scanning_service,
+                   partition_workspace(context, scanning_service))
+    return dg.MaterializeResult(metadata=refresh_scans(step, config, scanning_service)["scans"])
+
+
+def refresh_scans(open_step: OpenStep, config: ScansConfig,
+                  scanning_service: ScanningServiceResource) -> dict[str, dict[str, Any]]:
+    """The asset's work, whoever runs it: its metadata by asset key."""
+    with open_step() as step:
         interval = scanning_service.settings().scans_interval_seconds
         held = sync_scans(step, all_projects=config.all_projects, project_ids=config.project_ids,
                           peek_before=step.now - timedelta(seconds=interval * config.peek_share_of_interval))
-    return dg.MaterializeResult(metadata=row_count(step.metadata, held))
+    return {"scans": row_count(step.metadata, held)}

@@ -6,7 +6,7 @@ step of `pipelines/sync/step.py` opened with the run's id, log and the workspace
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from typing import Any
@@ -18,9 +18,13 @@ from pipelines.core.settings import DEFAULT_WORKSPACE, Settings
 from pipelines.defs.partitions import WORKSPACES_NAME
 from pipelines.defs.resources import HistoryResource, ScanningServiceResource
 from pipelines.storage.destinations.impl import engine_for
-from pipelines.sync.step import Progress, Step, recorded
+from pipelines.sync.step import Log, Progress, Step, recorded
 
-__all__ = ["Progress", "Step", "partition_workspace", "row_count", "sync_deadline", "sync_step"]
+__all__ = ["OpenStep", "Progress", "Step", "open_step", "partition_workspace", "row_count", "sync_deadline",
+           "sync_step"]
+
+# How a step body opens its step: `sync_step` bound to a Dagster run, or `open_step` bound to a CLI run.
+OpenStep = Callable[[], AbstractContextManager[Step]]
 
 
 def sync_deadline(context: dg.AssetExecutionContext | dg.OpExecutionContext, settings: Settings) -> float:
@@ -72,29 +76,28 @@ def partition_workspace(context: dg.AssetExecutionContext | dg.OpExecutionContex
 def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: str,
               history: HistoryResource, service: ScanningServiceResource,
               workspace: str | None = None, *, reads_service: bool = True) -> Iterator[Step]:
-    """`reads_service` False: a step of the workspace that never calls the service (the snapshot).
-
-    The run's deadline holds for the history too: a PostgreSQL connection of the step that does not answer by
-    then is cut (`Engine.deadline`), however the run was launched."""
-    location, settings = history.location, service.settings()
-    with engine_for(location).deadline(sync_deadline(context, settings) - time.time(),
-                                       settings.sync_deadline_seconds, location.masked), \
-            _sync_step(context, name, history, service, workspace, reads_service=reads_service) as step:
+    """`reads_service` False: a step of the workspace that never calls the service (the snapshot)."""
+    with open_step(name, history, service, workspace, run_id=context.run.run_id, log=context.log,
+                   deadline=sync_deadline(context, service.settings()), reads_service=reads_service) as step:
         yield step
 
 
 @contextmanager
-def _sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: str,
-               history: HistoryResource, service: ScanningServiceResource,
-               workspace: str | None, *, reads_service: bool) -> Iterator[Step]:
-    settings = service.settings()
+def open_step(name: str, history: HistoryResource, service: ScanningServiceResource, workspace: str | None, *,
+              run_id: str, log: Log, deadline: float, reads_service: bool = True) -> Iterator[Step]:
+    """A step of the run `run_id`, whoever runs it (a Dagster run, or `scanwatch sync` without an instance):
+    the workspace's client, the step's record in `sync_runs`, and the run's deadline (Unix seconds) held for
+    the history too: a PostgreSQL connection of the step that does not answer by then is cut
+    (`Engine.deadline`)."""
+    location, settings = history.location, service.settings()
 
     def open_client() -> AbstractContextManager[ScanningClient]:
-        return service.client(workspace, sync_deadline=sync_deadline(context, settings))
+        return service.client(workspace, sync_deadline=deadline)
 
-    with recorded(name, history, run_id=context.run.run_id, log=context.log, workspace=workspace,
-                  label=settings.workspace(workspace or DEFAULT_WORKSPACE).label,
-                  open_client=open_client if reads_service else None) as step:
+    with engine_for(location).deadline(deadline - time.time(), settings.sync_deadline_seconds, location.masked), \
+            recorded(name, history, run_id=run_id, log=log, workspace=workspace,
+                     label=settings.workspace(workspace or DEFAULT_WORKSPACE).label,
+                     open_client=open_client if reads_service else None) as step:
         yield step
 
 
