@@ -86,6 +86,8 @@ class WorkspaceRun:
 
 @dataclass(frozen=True)
 class Resources:
+    """The two resources every step is given, made once per run thread."""
+
     history: HistoryResource
     service: ScanningServiceResource
 
@@ -99,8 +101,8 @@ class _Step:
     reads_service: bool = True
 
 
-# sync_job's steps in the order its in-process executor runs them; `tests/workspaces/test_workspace_run.py`
-# holds them against the job's own graph. The checks run once both tables they check are written.
+# sync_job's steps in the order its in-process executor runs them (`tests/workspaces/test_workspace_run.py`
+# compares a sync of each kind). The checks run once both tables they check are written.
 STEPS = (
     _Step("account", (), "account", lambda step, r, full: refresh_account(step)),
     _Step("projects_and_targets", ("account",), "projects", lambda step, r, full: refresh_projects(step)),
