@@ -21,17 +21,10 @@ from simulator.testing import SimConfig, serve_simulator
 from tests.e2e.stack import ROOT
 from tests.ingest.conftest import query
 from tests.reliability import forked
+from tests.workspaces.pair import environment
 
 pytestmark = pytest.mark.timeout(600)
 
-FILE = """workspaces:
-  - name: acme
-    api_key_env: SCANWATCH_KEY_ACME
-  - name: beta
-    api_key_env: SCANWATCH_KEY_BETA
-  - name: gamma
-    api_key_env: SCANWATCH_KEY_GAMMA
-"""
 TABLES = ("accounts", "quota_snapshots", "projects", "targets", "score_snapshots", "scans", "issues",
           "issue_events", "ingest_warnings")
 
@@ -44,15 +37,10 @@ def sim() -> Iterator:
 
 
 def _deployment(sim, folder: Path, dagster: bool) -> dict[str, str]:
+    """`pair.FILE`'s three workspaces (`initech`'s key refused), in a folder of their own."""
     folder.mkdir()
-    (folder / "workspaces.yml").write_text(FILE)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCANWATCH_") and k != "DAGSTER_HOME"}
-    env.update({
-        "SCANWATCH_WORKSPACES_FILE": str(folder / "workspaces.yml"), "SCANWATCH_BASE_URL": sim.base_url,
-        "SCANWATCH_KEY_ACME": sim.keys["pro"], "SCANWATCH_KEY_BETA": sim.keys["pro_2"],
-        "SCANWATCH_KEY_GAMMA": sim.keys["revoked"],
-        "SCANWATCH_DB": str(folder / "history.duckdb"), "SCANWATCH_SNAPSHOT": str(folder / "snapshot"),
-    })
+    env = environment(sim, folder, str(folder / "history.duckdb"))
+    env["SCANWATCH_SNAPSHOT"] = str(folder / "snapshot")
     if dagster:
         (folder / "dagster_home").mkdir()
         env["DAGSTER_HOME"] = str(folder / "dagster_home")
@@ -63,7 +51,7 @@ def _told(done: subprocess.CompletedProcess) -> tuple[int, list[str], list[str]]
     """Exit code, the summary's lines with their timings taken out, and the failure and warning lines (the
     progress lines of workspaces synced at once interleave)."""
     out = [re.sub(r"\d+\.\d+ s", "_ s", line) for line in done.stdout.splitlines()
-           if line.startswith(("scanwatch sync:", "  acme/", "  beta/", "  gamma/", "  asset checks"))]
+           if line.startswith(("scanwatch sync:", "  acme/", "  globex/", "  initech/", "  asset checks"))]
     said = [re.sub(r"Request-Id: req_\w+", "Request-Id: _", line) for line in done.stderr.splitlines()
             if line.startswith(("scanwatch sync:", "  warning:"))]  # the service's id of each answer differs
     return done.returncode, out, said
@@ -97,14 +85,15 @@ def test_a_sync_without_dagsters_instance_does_and_tells_what_dagsters_runs_do(s
                       "parts": sorted(p.name for p in Path(env["SCANWATCH_SNAPSHOT"]).iterdir())}
     dagster, own = seen["dagster"], seen["own"]
     code, summary, failures = own["first"]
-    assert code == 1 and failures[-1].startswith("scanwatch sync: workspace gamma failed in account: "), failures
+    assert code == 1 and failures[-1].startswith("scanwatch sync: workspace initech failed in account: "), failures
     assert any(line.startswith("  acme/issues ") for line in summary), summary
     assert own == dagster
     # Each healthy workspace ran every recorded step twice, in Dagster's order; the refused one its account only.
     steps = [("account", "success"), ("projects", "success"), ("issues", "success"), ("scans", "success"),
              ("metrics_snapshot", "success")]
     assert own["recorded"]["acme"] == steps * 2
-    assert own["recorded"]["gamma"] == [("account", "failure")] * 2
+    assert own["recorded"]["globex"] == steps * 2
+    assert own["recorded"]["initech"] == [("account", "failure")] * 2
 
 
 def test_a_failed_step_skips_only_the_steps_that_need_it(sim, tmp_path, monkeypatch):
