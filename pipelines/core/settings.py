@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,26 @@ DEFAULT_DB = "data/scanwatch.duckdb"
 SNAPSHOT_NAME = "scanwatch-metrics.json"
 EXPORTER_PORT = 9817
 SYNC_DEADLINE_SECONDS = 4 * 3600.0  # a whole sync; a real one takes minutes even for a large workspace
+
+
+@cache  # a handful of cron strings a process; each workspace's scans step asks
+def _shortest_gap(cron: str) -> float:
+    """The shortest of 48 gaps between the cron's ticks, from its first after 1970. Worked out once per cron
+    string: a schedule with rare ticks is slow to step through (116 ms for one due on the 29th of February,
+    0.2 ms for the hourly default), and each workspace's scans step asked for it again."""
+    from dagster._utils.schedules import cron_string_iterator
+
+    try:
+        ticks = cron_string_iterator(0, cron, "UTC")
+        previous = next(ticks)
+        gaps = []
+        for _ in range(48):
+            tick = next(ticks)
+            gaps.append((tick - previous).total_seconds())
+            previous = tick
+        return min(gaps)
+    except Exception:  # an invalid cron is reported by the schedule itself; fall back to hourly
+        return 3600.0
 
 
 @dataclass(frozen=True)
@@ -96,19 +116,7 @@ class Settings:
     @property
     def scans_interval_seconds(self) -> float:
         """The shortest gap between two ticks of the scans schedule: what "once per interval" means."""
-        from dagster._utils.schedules import cron_string_iterator
-
-        try:
-            ticks = cron_string_iterator(0, self.scans_cron, "UTC")
-            previous = next(ticks)
-            gaps = []
-            for _ in range(48):
-                tick = next(ticks)
-                gaps.append((tick - previous).total_seconds())
-                previous = tick
-            return min(gaps)
-        except Exception:  # an invalid cron is reported by the schedule itself; fall back to hourly
-            return 3600.0
+        return _shortest_gap(self.scans_cron)
 
     @property
     def refresh_batch(self) -> int:
