@@ -9,7 +9,6 @@ assets' config defaults read differently by the two."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -36,10 +35,10 @@ def sim() -> Iterator:
         yield s
 
 
-def _deployment(sim, folder: Path, dagster: bool) -> dict[str, str]:
-    """`pair.FILE`'s three workspaces (`initech`'s key refused), in a folder of their own."""
+def _deployment(sim, folder: Path, db: str, dagster: bool) -> dict[str, str]:
+    """`pair.FILE`'s three workspaces (`initech`'s key refused) on the history `db`, in a folder of their own."""
     folder.mkdir()
-    env = environment(sim, folder, str(folder / "history.duckdb"))
+    env = environment(sim, folder, db)
     env["SCANWATCH_SNAPSHOT"] = str(folder / "snapshot")
     if dagster:
         (folder / "dagster_home").mkdir()
@@ -57,7 +56,7 @@ def _told(done: subprocess.CompletedProcess) -> tuple[int, list[str], list[str]]
     return done.returncode, out, said
 
 
-def _recorded(db: Path) -> dict[str, list[tuple[str, str]]]:
+def _recorded(db: str) -> dict[str, list[tuple[str, str]]]:
     """Each workspace's runs as (asset, status) in the order the steps started, the runs in theirs."""
     rows = query(db, "SELECT workspace_label, run_id, asset, status FROM sync_runs "
                      "ORDER BY workspace_label, min(started_at) OVER (PARTITION BY run_id), started_at")
@@ -67,24 +66,30 @@ def _recorded(db: Path) -> dict[str, list[tuple[str, str]]]:
     return steps
 
 
-def _held(db: Path) -> dict[str, tuple[int, ...]]:
+def _held(db: str) -> dict[str, tuple[int, ...]]:
     """The rows each table holds for each workspace, by the name it is followed under."""
     ids = dict(query(db, "SELECT DISTINCT workspace_label, workspace_id FROM sync_runs WHERE workspace_id IS NOT NULL"))
     return {label: tuple(query(db, f"SELECT count(*) FROM {table} WHERE workspace_id = '{workspace_id}'")[0][0]
                          for table in TABLES) for label, workspace_id in ids.items()}
 
 
-def test_a_sync_without_dagsters_instance_does_and_tells_what_dagsters_runs_do(sim, tmp_path):
+def _parts(env: dict[str, str]) -> list[str]:
+    """The snapshot's parts, in the folder `SCANWATCH_SNAPSHOT` names (on either engine)."""
+    return sorted(p.stem for p in Path(env["SCANWATCH_SNAPSHOT"]).iterdir())
+
+
+def test_a_sync_without_dagsters_instance_does_and_tells_what_dagsters_runs_do(sim, tmp_path, new_history):
     seen = {}
     for mode in ("dagster", "own"):
-        env = _deployment(sim, tmp_path / mode, dagster=mode == "dagster")
+        env = _deployment(sim, tmp_path / mode, new_history(), dagster=mode == "dagster")
         first = forked.run(["sync"], env, timeout=300, cwd=ROOT)
         again = forked.run(["sync"], env, timeout=300, cwd=ROOT)  # unchanged: two requests a workspace
-        db = Path(env["SCANWATCH_DB"])
+        db = env["SCANWATCH_DB"]
         seen[mode] = {"first": _told(first), "again": _told(again), "recorded": _recorded(db), "held": _held(db),
-                      "parts": sorted(p.name for p in Path(env["SCANWATCH_SNAPSHOT"]).iterdir())}
+                      "parts": _parts(env)}
     dagster, own = seen["dagster"], seen["own"]
     code, summary, failures = own["first"]
+    assert len(own["parts"]) == 3, own["parts"]  # the refused workspace's part shows its failure
     assert code == 1 and failures[-1].startswith("scanwatch sync: workspace initech failed in account: "), failures
     assert any(line.startswith("  acme/issues ") for line in summary), summary
     assert own == dagster
@@ -96,13 +101,14 @@ def test_a_sync_without_dagsters_instance_does_and_tells_what_dagsters_runs_do(s
     assert own["recorded"]["initech"] == [("account", "failure")] * 2
 
 
-def test_a_failed_step_skips_only_the_steps_that_need_it(sim, tmp_path, monkeypatch):
+def test_a_failed_step_skips_only_the_steps_that_need_it(sim, tmp_path, monkeypatch, engine_db):
     """Dagster's rule, kept without it: after `projects` fails, its run reads no issues or scans of projects it
     could not list, checks nothing and writes no part; the failure is the projects step's, in the service's
     words, and the part shows it (`refresh_after_failure`)."""
     from pipelines.commands import materialize, workspace_run
 
-    for name, value in _deployment(sim, tmp_path / "own", dagster=False).items():
+    env = _deployment(sim, tmp_path / "own", engine_db, dagster=False)
+    for name, value in env.items():
         monkeypatch.setenv(name, value)
     started = []
 
@@ -116,6 +122,5 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(sim, tmp_path, monkeypa
     assert not outcome.success and outcome.failed_step == "projects_and_targets" and started == ["projects"]
     assert outcome.error is not None and outcome.error.message.startswith("RuntimeError: projects refused")
     assert set(outcome.metadata) == {"account"}
-    assert _recorded(Path(os.environ["SCANWATCH_DB"]))["acme"] == [("account", "success")]
-    parts = list(Path(os.environ["SCANWATCH_SNAPSHOT"]).iterdir())
-    assert len(parts) == 1  # written by refresh_after_failure: no metrics step ran
+    assert _recorded(engine_db)["acme"] == [("account", "success")]
+    assert len(_parts(env)) == 1  # written by refresh_after_failure: no metrics step ran
