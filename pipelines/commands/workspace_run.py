@@ -86,10 +86,11 @@ class WorkspaceRun:
 
 @dataclass(frozen=True)
 class Resources:
-    """The two resources every step is given, made once per run thread."""
+    """The two resources every step is given, and the command's deadline for a run, made once per run thread."""
 
     history: HistoryResource
     service: ScanningServiceResource
+    deadline_seconds: float
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,8 @@ def resources() -> Resources:
     file = str(settings.workspaces_file) if settings.workspaces_file is not None else ""
     # Without a file, the resource reads SCANWATCH_BASE_URL and SCANWATCH_API_KEY at each step, as Dagster's
     # run reads the variables it names.
-    return Resources(HistoryResource(database=settings.history.value), ScanningServiceResource(workspaces_file=file))
+    return Resources(HistoryResource(database=settings.history.value), ScanningServiceResource(workspaces_file=file),
+                     settings.sync_deadline_seconds)
 
 
 def run_workspace(workspace: str, full_reconcile: bool, found: Resources | None = None, *,
@@ -133,7 +135,7 @@ def run_workspace(workspace: str, full_reconcile: bool, found: Resources | None 
     res = found or resources()
     run = WorkspaceRun()
     log = _RunLog(quiet)
-    deadline = time.time() + Settings.load().sync_deadline_seconds
+    deadline = time.time() + res.deadline_seconds
     done: set[str] = set()
     with engine_for(res.history.location).keeping_writers():  # as the history resource holds it for a run
         for spec in STEPS:
