@@ -254,6 +254,10 @@ class Engine:
         return True
 
 
+_SPLIT: dict[tuple[str, str], tuple[Statement, ...]] = {}
+_SPLIT_KEPT = 1024
+
+
 class Connection:
     """One open history: the driver's connection and the engine that speaks to it.
 
@@ -275,7 +279,16 @@ class Connection:
         return self.engine.execute(self, sql, params)
 
     def split_statements(self, sql: str) -> Sequence[Statement]:
-        return self.engine.split(self.raw, sql)
+        """The statements of one of scanwatch's SQL files, split once per text and engine: an unchanged
+        workspace runs the same few dozen files about 140 times, and DuckDB's parser holds the interpreter's
+        lock while it splits (a tenth of an unchanged refresh's lock, docs/benchmarks.md)."""
+        key = (self.engine.name, sql)
+        found = _SPLIT.get(key)
+        if found is None:
+            if len(_SPLIT) >= _SPLIT_KEPT:  # the files are a few hundred texts: a bound, never reached in use
+                _SPLIT.clear()
+            found = _SPLIT[key] = tuple(self.engine.split(self.raw, sql))
+        return found
 
     def close(self) -> None:
         self.raw.close()
