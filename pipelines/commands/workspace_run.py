@@ -18,11 +18,14 @@ import sys
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
+from pipelines.api import ScanningClient
+from pipelines.api.stats import RequestStats
 from pipelines.core.settings import Settings
 from pipelines.defs.assets.account import refresh_account
 from pipelines.defs.assets.issues import IssuesConfig, refresh_issues
@@ -137,12 +140,13 @@ def run_workspace(workspace: str, full_reconcile: bool, found: Resources | None 
     log = _RunLog(quiet)
     deadline = time.time() + res.deadline_seconds
     done: set[str] = set()
-    with engine_for(res.history.location).keeping_writers():  # as the history resource holds it for a run
+    with engine_for(res.history.location).keeping_writers(), ExitStack() as kept:  # as the resource holds it
+        client = _RunClient(res.service, workspace, deadline, kept)
         for spec in STEPS:
             if not all(need in done for need in spec.needs):
                 continue
             step = partial(open_step, spec.name, res.history, res.service, workspace, run_id=run.run_id, log=log,
-                           deadline=deadline, reads_service=spec.reads_service)
+                           deadline=deadline, reads_service=spec.reads_service, client=client)
             if _ran(run, spec.key, partial(spec.work, step, res, full_reconcile), run.metadata.update):
                 done.add(spec.key)
             if all(key in done for key in CHECKED) and CHECKS_STEP not in done:
@@ -151,6 +155,28 @@ def run_workspace(workspace: str, full_reconcile: bool, found: Resources | None 
                      lambda counts: run.failed_checks.extend(name for name, bad in counts.items() if bad))
     run.warnings = log.warnings
     return run
+
+
+@dataclass
+class _RunClient:
+    """The workspace's one client for the run's steps, opened by the first step that reads the service and
+    closed with the run; each step counts its own requests (`sync_runs`). A client per step (as a Dagster
+    run's steps, each possibly a process of its own, have) cost an unchanged workspace four HTTP clients,
+    each reading the environment for proxies: the size of the environment (a key variable per workspace)
+    times four, under the interpreter's lock (docs/benchmarks.md)."""
+
+    service: ScanningServiceResource
+    workspace: str
+    deadline: float
+    kept: ExitStack
+    _client: ScanningClient | None = None
+
+    @contextmanager
+    def __call__(self) -> Iterator[ScanningClient]:
+        if self._client is None:
+            self._client = self.kept.enter_context(self.service.client(self.workspace, sync_deadline=self.deadline))
+        self._client.stats = RequestStats()
+        yield self._client
 
 
 def _ran(run: WorkspaceRun, key: str, work: Callable[[], T], told: Callable[[T], object]) -> bool:

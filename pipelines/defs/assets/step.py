@@ -84,15 +84,17 @@ def sync_step(context: dg.AssetExecutionContext | dg.OpExecutionContext, name: s
 
 @contextmanager
 def open_step(name: str, history: HistoryResource, service: ScanningServiceResource, workspace: str | None, *,
-              run_id: str, log: Log, deadline: float, reads_service: bool = True) -> Iterator[Step]:
+              run_id: str, log: Log, deadline: float, reads_service: bool = True,
+              client: Callable[[], AbstractContextManager[ScanningClient]] | None = None) -> Iterator[Step]:
     """A step of the run `run_id`, whoever runs it (a Dagster run, or `scanwatch sync` without an instance):
     the workspace's client, the step's record in `sync_runs`, and the run's deadline (Unix seconds) held for
     the history too: a PostgreSQL connection of the step that does not answer by then is cut
-    (`Engine.deadline`)."""
+    (`Engine.deadline`). `client`: how the step gets the run's client, when the run keeps one for its steps;
+    else the step opens its own."""
     location, settings = history.location, service.settings()
 
     def open_client() -> AbstractContextManager[ScanningClient]:
-        return service.client(workspace, sync_deadline=deadline)
+        return client() if client is not None else service.client(workspace, sync_deadline=deadline)
 
     with engine_for(location).deadline(deadline - time.time(), settings.sync_deadline_seconds, location.masked), \
             recorded(name, history, run_id=run_id, log=log, workspace=workspace,
