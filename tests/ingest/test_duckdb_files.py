@@ -152,6 +152,35 @@ def test_a_read_beside_the_writer_that_runs_out_of_memory_is_read_again_in_the_t
         f"a read beside the writer of {path} ran out of DuckDB's memory limit"]
 
 
+def _cached_mib(conn) -> float:
+    """What DuckDB's buffer pool of the process holds, every tag (the history's blocks among them)."""
+    return float(conn.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchall()[0][0]) / 2**20
+
+
+def test_a_turn_handed_to_a_waiting_writer_leaves_the_file_s_blocks_behind(tmp_path):
+    """The file stays attached while writers wait for it, and DuckDB kept every block a turn read, up to its
+    memory limit: with a thousand workspaces the process's memory grew with the file though no turn needed more.
+    The next writer finds the cache let go of and the limit as it was. Mutation that fails it: the cache kept
+    across turns (the waiting writer finds the table's blocks still held)."""
+    from pipelines.storage.destinations.impl.duckdb import sql_client
+
+    path = tmp_path / "history.duckdb"
+    with _turn(path) as conn:
+        conn.execute("CREATE TABLE wide AS SELECT i, md5(i::VARCHAR) || md5((i + 1)::VARCHAR) AS s "
+                     "FROM range(600000) t(i)")
+        alone = _setting(conn, "memory_limit")
+    found: list[tuple[float, str]] = []
+    with _turn(path) as conn:
+        assert conn.execute("SELECT count(DISTINCT s) FROM wide").fetchall()[0][0] == 600000
+        read = _cached_mib(conn)
+        other = _another_writer_waits(path, lambda next_conn: found.append(
+            (_cached_mib(next_conn), _setting(next_conn, "memory_limit"))))
+    other.join(30)
+    assert read > 4 * (sql_client.CACHE_KEPT_MB + 1)  # the table's blocks were cached while its turn read them
+    assert found[0][0] <= sql_client.CACHE_KEPT_MB + 1
+    assert found[0][1] == alone
+
+
 def test_only_one_read_runs_beside_the_writer_at_a_time(tmp_path):
     """A second read while one runs beside the writer keeps its own turn: DuckDB then runs at most one writer
     and one reader at once. Mutation that fails it: every read lent its turn."""
