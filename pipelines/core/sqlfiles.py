@@ -23,6 +23,7 @@ _INSTALLED = _PACKAGE_DIR / "_sql"
 _CHECKOUT = _PACKAGE_DIR.parent / "sql"
 
 
+@functools.cache  # found once per process: every statement's file is read through it
 def sql_dir() -> Path:
     """The folder holding `migrations/` and `queries/`; an installed copy wins over a stray checkout."""
     for candidate in (_INSTALLED, _CHECKOUT):

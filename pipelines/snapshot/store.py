@@ -13,6 +13,7 @@ folder.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -67,11 +68,19 @@ def _file_name(name: str) -> str:
     return quote(name, safe="-_").replace(".", "%2E") + ".json"
 
 
-def _remove_stale_temp_files(path: Path, *, older_than_seconds: float = 600.0) -> None:
-    """A writer of `path` killed mid-write leaves its temp file (or folder); a live writer's is recent, so it
-    stays."""
-    cutoff = time.time() - older_than_seconds
-    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
+def _remove_stale_temp_files(folder: Path, pattern: str, *, older_than_seconds: float = 600.0) -> None:
+    """A writer killed mid-write leaves its temp file (or folder), named as `pattern` matches; a live writer's
+    is recent, so it stays.
+
+    A folder is swept at most once per half that age in a process: a thousand workspaces' parts share one,
+    and listing it at each part's write cost each write the folder's size. A leftover is gone within one and a
+    half times that age of its writer's death."""
+    now = time.time()
+    if now - _SWEPT.get((folder, pattern), -math.inf) < older_than_seconds / 2:
+        return
+    _SWEPT[(folder, pattern)] = now
+    cutoff = now - older_than_seconds
+    for leftover in folder.glob(pattern):
         try:
             if leftover.stat().st_mtime < cutoff:
                 if leftover.is_dir():
@@ -80,6 +89,9 @@ def _remove_stale_temp_files(path: Path, *, older_than_seconds: float = 600.0) -
                     leftover.unlink()
         except OSError:  # another writer removed it first
             continue
+
+
+_SWEPT: dict[tuple[Path, str], float] = {}  # (folder, pattern) -> when this process last swept it
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -102,7 +114,7 @@ def write_file(path: Path, data: bytes, milestone: object = None) -> None:
     the replace)."""
     reached = milestone if callable(milestone) else (lambda _name: None)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temp_files(path)
+    _remove_stale_temp_files(path.parent, f".*{path.suffix}.*.tmp")  # the leftovers of any file like it
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -173,7 +185,7 @@ class FileStore:
         already there is moved aside first and removed after, so a reader meanwhile finds the path missing for
         an instant, and keeps serving what it last read."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_temp_files(self.path)
+        _remove_stale_temp_files(self.path.parent, f".{self.path.name}.*.tmp")
         staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent))
         try:
             for name, data in parts.items():

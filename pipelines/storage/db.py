@@ -30,6 +30,7 @@ __all__ = ["SETTINGS", "HistoryLockedError", "HistoryNewerError", "connect", "mi
 _MIGRATION = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
 
+@functools.cache  # the engines' folders are the package's: looked for once per process, not at every open
 def _migration_folders() -> list[Path]:
     """`sql/migrations/` (every engine's), then each engine's own `sql/engines/<name>/migrations/`."""
     root = sql_dir()

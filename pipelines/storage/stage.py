@@ -85,6 +85,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
+# Temp folders this process swept of dead processes' stage folders (a fork sweeps again: its pid is new). A
+# sync of a thousand workspaces writes thousands of stage files, and listing a shared temp folder at each cost
+# each file the folder's size.
+_SWEPT: set[tuple[Path, int]] = set()
+
+
 def stage_folder(base: Path | None = None) -> Path:
     """This process's own folder of stage files, `scanwatch-stage-<pid>` in the temp folder.
 
@@ -93,10 +99,12 @@ def stage_folder(base: Path | None = None) -> Path:
     that are gone (a sync killed mid-stage) are removed here.
     """
     base = Path(tempfile.gettempdir()) if base is None else base
-    for folder in base.glob(f"{FOLDER_PREFIX}*"):
-        pid = folder.name.removeprefix(FOLDER_PREFIX)
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
+    if (base, os.getpid()) not in _SWEPT:  # once per process: the temp folder is listed whole for the sweep
+        _SWEPT.add((base, os.getpid()))
+        for folder in base.glob(f"{FOLDER_PREFIX}*"):
+            pid = folder.name.removeprefix(FOLDER_PREFIX)
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                shutil.rmtree(folder, ignore_errors=True)
     own = base / f"{FOLDER_PREFIX}{os.getpid()}"
     own.mkdir(mode=0o700, exist_ok=True)
     return own

@@ -210,6 +210,7 @@ def test_a_stage_file_outlives_a_long_read_and_a_dead_syncs_files_are_removed(tm
     import sys
     import tempfile
     import time
+    from pathlib import Path
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     early = StageFile("issues").extend([_issue(1)]).close()
@@ -219,13 +220,15 @@ def test_a_stage_file_outlives_a_long_read_and_a_dead_syncs_files_are_removed(tm
     orphan = tmp_path / f"scanwatch-stage-{int(dead.stdout)}"
     orphan.mkdir()
     (orphan / "issues-x.ndjson").write_text("{}\n")
-    late = StageFile("issues")
+    # Another sync starts meanwhile: a process of its own, which sweeps the temp folder as it stages its first file.
+    started = ("import tempfile; from pipelines.storage.stage import StageFile; "
+               f"tempfile.tempdir = {str(tmp_path)!r}; StageFile('issues').discard()")
     try:
+        subprocess.run([sys.executable, "-c", started], check=True, timeout=120, cwd=Path(__file__).parents[2])
         assert early.path.exists() and early.size > 0
         assert not orphan.exists()
     finally:
         early.discard()
-        late.discard()
 
 
 TEXTS = ["tab\there", "line\nbreak", "cr\rreturn", "back\\slash", "\\N", "\\.", "ünïcødé ☃", "", "nul\x00byte",
