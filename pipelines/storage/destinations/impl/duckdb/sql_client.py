@@ -167,10 +167,12 @@ def file_writer(path: str | Path) -> Iterator[None]:
         yield
     finally:
         held[key] = depth
-        if depth == 0 and _WAITING.get(key):  # handed over, still attached: its cache is let go of
-            _let_go_of_cache()
-        lock.release()
-        Attached.detach_idle(key)  # a turn that ended without closing what it attached leaves nothing held
+        try:
+            if depth == 0 and _WAITING.get(key):  # handed over, still attached: its cache is let go of
+                _let_go_of_cache()
+        finally:
+            lock.release()
+            Attached.detach_idle(key)  # a turn that ended without closing what it attached leaves nothing held
 
 
 def writers_waiting(path: str | Path) -> int:
@@ -210,9 +212,11 @@ def _let_go_of_cache() -> None:
     if not _BESIDE.acquire(blocking=False):  # a read beside the writer runs: its blocks are in use
         return
     try:
-        with contextlib.suppress(duckdb.Error):  # what cannot be evicted stays; the limit is restored below
+        try:
             _set_limit_mb(CACHE_KEPT_MB)
-        _limit_mb(0)
+        except duckdb.Error:  # what cannot be evicted stays, under the limit it had
+            return
+        _limit_mb(0)  # raising the limit evicts nothing
     finally:
         _BESIDE.release()
 
