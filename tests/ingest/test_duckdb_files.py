@@ -12,10 +12,12 @@ import time
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from pipelines.core.sqlfiles import read_sql
 from pipelines.storage import connect
 from pipelines.storage import db as storage_db
+from pipelines.storage.destinations.errors import HistoryLockedError
 from tests.backends import rows
 
 LATEST = storage_db.latest_version()
@@ -53,6 +55,36 @@ def test_two_histories_open_in_one_process_see_only_their_own_tables(tmp_path):
             assert _has_table(held, "only_in_older")
     assert [v for (v,) in rows(newer, "SELECT version FROM schema_migrations ORDER BY version")] == list(
         range(1, LATEST + 1))
+
+
+def test_an_empty_file_a_failed_creation_left_becomes_the_history(tmp_path):
+    """DuckDB creates a database file empty before it locks and writes it: a reader that opened it in between
+    (the daemon's sensor during a first sync) made the creator fail and leave it empty, and DuckDB refused it
+    from then on. Mutation that fails it: the file created in place by DuckDB again."""
+    path = tmp_path / "history.duckdb"
+    path.touch()
+    with connect(path) as conn:
+        assert storage_db.schema_version(conn) == LATEST
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".new")]
+
+
+def test_an_empty_file_another_process_holds_is_left_to_it(tmp_path):
+    """An empty file whose creator holds its lock (it has not written it yet) is not replaced under it."""
+    path = tmp_path / "history.duckdb"
+    path.touch()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR); "
+         "fcntl.lockf(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)", str(path)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        inode = path.stat().st_ino
+        with pytest.raises((HistoryLockedError, duckdb.IOException)):  # the file is its creator's
+            connect(path, wait_seconds=0).close()
+        assert path.stat().st_ino == inode and path.stat().st_size == 0
+    finally:
+        holder.kill()
+        holder.wait(30)
 
 
 def _turn(path: Path):

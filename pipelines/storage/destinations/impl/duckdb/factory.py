@@ -15,7 +15,13 @@ from pipelines.core.history_location import HistoryLocation
 from pipelines.storage.destinations.base import Capabilities, Connection, Engine, ReadResult, Statement
 from pipelines.storage.destinations.errors import HistoryError
 from pipelines.storage.destinations.impl.duckdb.errors import CONFLICTS, MISSING_TABLE, mapped, waiting_for_writer
-from pipelines.storage.destinations.impl.duckdb.sql_client import Attached, beside_the_writer, configure, file_writer
+from pipelines.storage.destinations.impl.duckdb.sql_client import (
+    Attached,
+    beside_the_writer,
+    configure,
+    create_whole,
+    file_writer,
+)
 from pipelines.storage.destinations.stage_format import NDJSON, StagedFile
 
 if TYPE_CHECKING:
@@ -42,6 +48,7 @@ class DuckDBEngine(Engine):
             raw.execute("SET TimeZone = 'UTC'")
             return Connection(raw, self, HistoryLocation(":memory:"))
         path.parent.mkdir(parents=True, exist_ok=True)
+        create_whole(path)
         return waiting_for_writer(path, wait_seconds, lambda: Attached.open(path, self))
 
     def open_read_only(self, path: str | Path, *, wait_seconds: float = 0.0) -> Connection:

@@ -4,6 +4,7 @@ writers of one process take on it."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import os
 import threading
@@ -113,6 +114,57 @@ class Attached(Connection):
             self.raw.close()
         finally:
             self._release(self._key)
+
+
+def create_whole(path: Path) -> None:
+    """A history file that does not exist yet, made whole before any process can open it.
+
+    DuckDB creates a database file empty, then takes its lock and writes its headers. An opener that came in
+    between (the Dagster daemon's sensor reading the history while the first sync created it) made the creator
+    fail on the lock and leave the file empty, which DuckDB then refuses for good ("exists, but it is not a
+    valid DuckDB database file"). So the file is written under a name of its own and linked into place, which
+    fails if another process's got there first. An empty file that no process holds is such a leftover, and
+    is replaced the same way; one a process holds is left to it."""
+    try:
+        if path.stat().st_size > 0:
+            return
+    except FileNotFoundError:
+        pass
+    fresh = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.new")
+    try:
+        try:
+            duckdb.connect(str(fresh)).close()
+        except duckdb.Error:  # a folder it cannot write: opening the history itself says so, naming it
+            return
+        if not path.exists():
+            # Another process's file got there first (FileExistsError), or the filesystem has no hard links:
+            # either way the history is opened as it is.
+            with contextlib.suppress(OSError):
+                os.link(fresh, path)
+        else:
+            _replace_if_abandoned(path, fresh)
+    finally:
+        fresh.unlink(missing_ok=True)
+
+
+def _replace_if_abandoned(path: Path, fresh: Path) -> None:
+    """`fresh` in place of the empty file at `path` unless a process holds DuckDB's lock on it (a creator
+    that has not written it yet). This process attaches no empty file, so closing the descriptor here, which
+    drops the process's locks on the file, drops none of DuckDB's."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        if os.fstat(fd).st_size > 0:
+            return
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its creator is at work
+            return
+        os.replace(fresh, path)
+    finally:
+        os.close(fd)
 
 
 def _quoted(text: str) -> str:
