@@ -58,9 +58,9 @@ def test_two_histories_open_in_one_process_see_only_their_own_tables(tmp_path):
 
 
 def test_an_empty_file_a_failed_creation_left_becomes_the_history(tmp_path):
-    """DuckDB creates a database file empty before it locks and writes it: a reader that opened it in between
-    (the daemon's sensor during a first sync) made the creator fail and leave it empty, and DuckDB refused it
-    from then on. Mutation that fails it: the file created in place by DuckDB again."""
+    """DuckDB creates a database file empty before it writes it, and refuses a file left empty for good (seen
+    once in `make demo`, both first runs failing). Mutation that fails it: the file created in place by DuckDB
+    again."""
     path = tmp_path / "history.duckdb"
     path.touch()
     with connect(path) as conn:

@@ -119,12 +119,12 @@ class Attached(Connection):
 def create_whole(path: Path) -> None:
     """A history file that does not exist yet, made whole before any process can open it.
 
-    DuckDB creates a database file empty, then takes its lock and writes its headers. An opener that came in
-    between (the Dagster daemon's sensor reading the history while the first sync created it) made the creator
-    fail on the lock and leave the file empty, which DuckDB then refuses for good ("exists, but it is not a
-    valid DuckDB database file"). So the file is written under a name of its own and linked into place, which
-    fails if another process's got there first. An empty file that no process holds is such a leftover, and
-    is replaced the same way; one a process holds is left to it."""
+    DuckDB creates a database file empty, then writes its headers, and refuses an empty file for good ("exists,
+    but it is not a valid DuckDB database file"). `make demo`, whose two workspaces' first runs start together
+    with the Dagster daemon, once ended with both runs failing on that error and the file left empty (which
+    opener left it so was not caught again). So the file is written under a name of its own and linked into
+    place, which fails if another process's got there first: no opener can find it half made. An empty file
+    that no process holds is such a leftover, and is replaced the same way; one a process holds is left to it."""
     try:
         if path.stat().st_size > 0:
             return
