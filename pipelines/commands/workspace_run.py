@@ -140,8 +140,8 @@ def run_workspace(workspace: str, full_reconcile: bool, found: Resources | None 
     log = _RunLog(quiet)
     deadline = time.time() + res.deadline_seconds
     done: set[str] = set()
-    with engine_for(res.history.location).keeping_writers(), ExitStack() as kept:  # as the resource holds it
-        client = _RunClient(res.service, workspace, deadline, kept)
+    with engine_for(res.history.location).keeping_writers(), \
+            _RunClient(res.service, workspace, deadline) as client:  # as the resource holds it for a run
         for spec in STEPS:
             if not all(need in done for need in spec.needs):
                 continue
@@ -168,13 +168,19 @@ class _RunClient:
     service: ScanningServiceResource
     workspace: str
     deadline: float
-    kept: ExitStack
+    _kept: ExitStack = field(default_factory=ExitStack)
     _client: ScanningClient | None = None
+
+    def __enter__(self) -> _RunClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._kept.close()
 
     @contextmanager
     def __call__(self) -> Iterator[ScanningClient]:
         if self._client is None:
-            self._client = self.kept.enter_context(self.service.client(self.workspace, sync_deadline=self.deadline))
+            self._client = self._kept.enter_context(self.service.client(self.workspace, sync_deadline=self.deadline))
         self._client.stats = RequestStats()
         yield self._client
 
