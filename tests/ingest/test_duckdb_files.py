@@ -4,6 +4,7 @@ a connection of its own would, and several files open in one process must never 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import subprocess
 import sys
@@ -189,24 +190,40 @@ def _cached_mib(conn) -> float:
     return float(conn.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchall()[0][0]) / 2**20
 
 
-def test_a_turn_handed_to_a_waiting_writer_leaves_the_file_s_blocks_behind(tmp_path):
+@pytest.mark.parametrize("unevictable", [False, True], ids=["alone", "beside-unevictable-index-entries"])
+def test_a_turn_handed_to_a_waiting_writer_leaves_the_file_s_blocks_behind(tmp_path, unevictable):
     """The file stays attached while writers wait for it, and DuckDB kept every block a turn read, up to its
     memory limit: with a thousand workspaces the process's memory grew with the file though no turn needed more.
     The next writer finds the cache let go of and the limit as it was. Mutation that fails it: the cache kept
-    across turns (the waiting writer finds the table's blocks still held)."""
+    across turns (the waiting writer finds the table's blocks still held).
+
+    `unevictable`: index entries not yet checkpointed (a new history's schema, 3 MiB, as a first sync's own
+    writes are) stay in memory, so DuckDB refuses the 1 MB limit; what it evicted before refusing is let go of
+    all the same."""
     from pipelines.storage.destinations.impl.duckdb import sql_client
 
     path = tmp_path / "history.duckdb"
+    with contextlib.ExitStack() as kept:
+        if unevictable:
+            kept.enter_context(_turn(tmp_path / "written.duckdb"))  # created, its indexes not checkpointed
+        _hand_over_a_read(path, sql_client)
+
+
+def _hand_over_a_read(path: Path, sql_client) -> None:
     with _turn(path) as conn:
         conn.execute("CREATE TABLE wide AS SELECT i, md5(i::VARCHAR) || md5((i + 1)::VARCHAR) AS s "
-                     "FROM range(600000) t(i)")
+                     "FROM range(500000) t(i)")
         alone = _setting(conn, "memory_limit")
     found: list[tuple[float, str]] = []
     with _turn(path) as conn:
-        assert conn.execute("SELECT count(DISTINCT s) FROM wide").fetchall()[0][0] == 600000
-        read = _cached_mib(conn)
+        # What the process held before the read: the pool is the process's, and a history another test of this
+        # worker keeps attached holds blocks of its own (index entries not yet checkpointed cannot be evicted).
+        before = _cached_mib(conn)
+        # A scan, not an aggregate: a hash table of every value would push the blocks out as it read them.
+        assert conn.execute("SELECT count(*) FROM wide WHERE s LIKE '%z%'").fetchall()[0][0] == 0
+        read = _cached_mib(conn) - before
         other = _another_writer_waits(path, lambda next_conn: found.append(
-            (_cached_mib(next_conn), _setting(next_conn, "memory_limit"))))
+            (_cached_mib(next_conn) - before, _setting(next_conn, "memory_limit"))))
     other.join(30)
     assert read > 4 * (sql_client.CACHE_KEPT_MB + 1)  # the table's blocks were cached while its turn read them
     assert found[0][0] <= sql_client.CACHE_KEPT_MB + 1

@@ -266,8 +266,8 @@ def _let_go_of_cache() -> None:
     try:
         try:
             _set_limit_mb(CACHE_KEPT_MB)
-        except duckdb.Error:  # what cannot be evicted stays, under the limit it had
-            return
+        except duckdb.Error:  # what cannot be evicted (index entries not yet checkpointed) stays, under the
+            return  # limit it had; DuckDB evicted the rest before it refused the new limit
         _limit_mb(0)  # raising the limit evicts nothing
     finally:
         _BESIDE.release()
