@@ -60,32 +60,44 @@ def reconciled_hours_ago(db: Path) -> float:
     return float(row[0] if row and row[0] is not None else 0.0) / 3600.0
 
 
-def run(workspaces: int, refresh: int, trees: list[Path], rounds: int, cache: Path) -> dict[str, list[dict]]:
+def built_history(sim: SimProcess, workspaces: int, cache: Path, tree: Path) -> Path:
+    """The folder in `cache` holding a history of the simulator's `workspaces`, each unchanged since its last
+    sync: built by a first sync of `tree` on the first call, read in full again when its projects' last full
+    read is too old for a refresh to find them unchanged."""
     from pipelines.defs.assets.issues import IssuesConfig
 
     built = cache / f"duckdb-{workspaces}"
+    built.mkdir(parents=True, exist_ok=True)
+    env = {**_environment(sim, workspaces, built, str(built / "history.duckdb")), "SCANWATCH_SCANS_CRON": NEVER_DUE}
+    if not (built / "history.duckdb").exists():
+        first = cli_sync(sim, workspaces, env, tree=tree)
+        print(f"[bench] built {built} with a first sync of {workspaces}: {first}", file=sys.stderr, flush=True)
+    elif reconciled_hours_ago(built / "history.duckdb") > IssuesConfig().full_reconcile_hours - 1:
+        # An hour's margin for the rounds: each run must find its workspaces unchanged.
+        caught_up = cli_sync(sim, workspaces, env, tree=tree)
+        print(f"[bench] {built} was last read in full over {IssuesConfig().full_reconcile_hours - 1:.0f} h ago; "
+              f"read again: {caught_up}", file=sys.stderr, flush=True)
+    return built
+
+
+def refreshing(sim: SimProcess, workspaces: int, refresh: int, built: Path, folder: Path) -> dict[str, str]:
+    """The environment of a `scanwatch sync` of `refresh` of the `workspaces`, spread over the file, on a copy
+    of the history in `built` made in `folder`."""
+    shutil.copy(built / "history.duckdb", folder / "history.duckdb")
+    shutil.copytree(built / "snapshot", folder / "snapshot")
+    env = {**_environment(sim, workspaces, folder, str(folder / "history.duckdb")), "SCANWATCH_SCANS_CRON": NEVER_DUE}
+    env["SCANWATCH_WORKSPACES_FILE"] = str(_followed(folder, spread(refresh, workspaces)))
+    return env
+
+
+def run(workspaces: int, refresh: int, trees: list[Path], rounds: int, cache: Path) -> dict[str, list[dict]]:
     runs: dict[str, list[dict]] = {str(tree): [] for tree in trees}
     with SimProcess(scale="small", seed=7, rate_limit=RAISED, workspaces=workspaces) as sim:
-        built.mkdir(parents=True, exist_ok=True)
-        env = {**_environment(sim, workspaces, built, str(built / "history.duckdb")), "SCANWATCH_SCANS_CRON": NEVER_DUE}
-        if not (built / "history.duckdb").exists():
-            first = cli_sync(sim, workspaces, env, tree=trees[0])
-            print(f"[bench] built {built} with a first sync of {workspaces}: {first}", file=sys.stderr, flush=True)
-        elif reconciled_hours_ago(built / "history.duckdb") > IssuesConfig().full_reconcile_hours - 1:
-            # An hour's margin for the rounds: each run must find its workspaces unchanged.
-            caught_up = cli_sync(sim, workspaces, env, tree=trees[0])
-            print(f"[bench] {built} was last read in full over {IssuesConfig().full_reconcile_hours - 1:.0f} h ago; "
-                  f"read again: {caught_up}", file=sys.stderr, flush=True)
+        built = built_history(sim, workspaces, cache, trees[0])
         for round_ in range(rounds):
             for tree in trees:
                 with tempfile.TemporaryDirectory(prefix="scanwatch-bench-ab-") as tmp:
-                    folder = Path(tmp)
-                    shutil.copy(built / "history.duckdb", folder / "history.duckdb")
-                    shutil.copytree(built / "snapshot", folder / "snapshot")
-                    env = {**_environment(sim, workspaces, folder, str(folder / "history.duckdb")),
-                           "SCANWATCH_SCANS_CRON": NEVER_DUE}
-                    env["SCANWATCH_WORKSPACES_FILE"] = str(_followed(folder, spread(refresh, workspaces)))
-                    done = cli_sync(sim, refresh, env, tree=tree)
+                    done = cli_sync(sim, refresh, refreshing(sim, workspaces, refresh, built, Path(tmp)), tree=tree)
                 runs[str(tree)].append(done)
                 print(f"[bench] round {round_ + 1}, {tree}: {done}", file=sys.stderr, flush=True)
     return runs
