@@ -86,7 +86,7 @@ def sync_scans(step: Step, *, all_projects: bool, project_ids: list[str], peek_b
         stages = [got for got in client.map(read, [pid for pid, _ in todo]) if got is not None]
         # Only the statuses known to be unfinished and not settled as gone: a status from a newer service
         # (stored and warned about) or a vanished scan would otherwise cost a request in every sync, forever.
-        pending = [(sid, pid) for sid, pid in unfinished if sid not in seen]
+        pending = [(sid, pid) for sid, pid, listed in unfinished if listed and sid not in seen]
         gone: list[tuple[str, str]] = []
 
         def reread(item: tuple[str, str]) -> dict[str, Any] | None:
@@ -101,7 +101,8 @@ def sync_scans(step: Step, *, all_projects: bool, project_ids: list[str], peek_b
             step.log.warning("%d queued scan(s) answered 404 and are settled as gone: %s", len(gone),
                              ", ".join(sid for sid, _ in gone[:5]))
         with step.db(keep=True) as conn:
-            result = step.add(merge_scan_stages(conn, step.known_workspace_id, stages, now=step.now, gone=gone))
+            result = step.add(merge_scan_stages(conn, step.known_workspace_id, stages, now=step.now, gone=gone,
+                                                unlisted=any(not listed for *_, listed in unfinished)))
             milestones.reached("scans.before_state")
             record_scans_state(conn, step.known_workspace_id, [row for row in todo if row[0] not in unread],
                                step.now)

@@ -280,3 +280,42 @@ def test_an_issue_fixed_again_between_two_syncs_is_a_reopening_and_a_fix(engine_
         conn.close()
     assert events == [("reopened", "fixed", "open"), ("status_changed", "open", "fixed")]
     assert later == 0  # the same fix seen again is no new event
+
+
+def test_a_scans_merge_with_nothing_to_write_runs_no_statement_but_one_with_a_bad_record_or_an_unlisted_scan_does(
+        engine_db):
+    """An unchanged workspace's scans step stages nothing, has nothing gone and no pending scan left unlisted:
+    its merge is skipped, not run for nothing. A record left out (too large) is still warned about, and a
+    queued scan of a target GET /projects no longer lists is still settled. Mutations that fail it: a record
+    with problems and no line taken for nothing to merge; the caller's unlisted scans ignored."""
+    from pipelines.storage import merge_projects, merge_scan_stages, stage_format
+    from pipelines.storage.entities import SCAN
+    from pipelines.storage.stage import MAX_RECORD_BYTES
+
+    project = {"id": "p1", "name": "Shop", "targets": [{"id": t, "kind": "domain", "address": f"{t}.example"}
+                                                       for t in ("t1", "t2")]}
+    conn = connect(engine_db)
+    ran: list[str] = []
+    try:
+        merge_projects(conn, "ws", [project], now=NOW)
+        merge_scans(conn, "ws", [{"id": "s1", "target_id": "t2", "project_id": "p1", "kind": "quick",
+                                  "status": "queued"}], now=NOW)
+        merge_projects(conn, "ws", [dict(project, targets=project["targets"][:1])], now=LATER)  # t2 unlisted
+        execute = conn.execute
+        conn.execute = lambda sql, params=None: (ran.append(str(sql)), execute(sql, params))[1]  # type: ignore[method-assign]
+
+        def merged(records: list[dict], *, unlisted: bool) -> dict[str, int]:
+            with StageFile(SCAN.name, stage_format(conn, SCAN)) as stage:
+                return merge_scan_stages(conn, "ws", [stage.extend(records).close()], now=LATER,
+                                         unlisted=unlisted).rows
+
+        assert merged([], unlisted=False) == {"scans": 0, "scans_gone": 0} and ran == []
+        huge = {"id": "s2", "target_id": "t1", "project_id": "p1", "kind": "quick", "status": "queued",
+                "title": "x" * MAX_RECORD_BYTES}
+        merged([huge], unlisted=False)
+        assert ran and execute("SELECT entity_id, field FROM ingest_warnings WHERE entity = 'scans'"
+                               ).fetchall() == [("s2", "(record)")]
+        assert merged([], unlisted=True)["scans_gone"] == 1
+        assert execute("SELECT scan_id, answered FROM scans_gone").fetchall() == [("s1", "target")]
+    finally:
+        conn.close()
