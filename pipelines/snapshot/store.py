@@ -13,6 +13,7 @@ folder.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -45,8 +46,12 @@ class SnapshotStore(Protocol):
         """Replace one part atomically: a reader sees the old part or the new one, never half."""
         ...
 
-    def replace_all(self, parts: dict[str, bytes]) -> None:
-        """Hold exactly these parts (the first build, or the upgrade of a single-file snapshot)."""
+    def replace_all(self, parts: dict[str, bytes], own: str | None = None) -> None:
+        """The first build, from a store found empty (`needs_all`): every part it does not hold yet, and `own`
+        (the building run's workspace) whatever it holds. A part another run wrote meanwhile is kept: on a
+        history many runs write at once (PostgreSQL), that run built it after its own writes committed, where
+        this build may have read them half done (a workspace's owners not yet recorded). A single-file
+        snapshot of an older scanwatch is replaced whole."""
         ...
 
     def remove(self, name: str) -> None:
@@ -107,8 +112,9 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_file(path: Path, data: bytes, milestone: object = None) -> None:
-    """Replace one file atomically: a temp file in the same folder, fsync, then os.replace.
+def write_file(path: Path, data: bytes, milestone: object = None, *, keep: bool = False) -> None:
+    """Replace one file atomically: a temp file in the same folder, fsync, then os.replace (`keep`: linked
+    into place only if no file is there, which is then left as it is).
 
     `milestone(name)` is told the moments the crash tests stop a writer at (half written, before and after
     the replace)."""
@@ -125,7 +131,12 @@ def write_file(path: Path, data: bytes, milestone: object = None) -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
         reached("snapshot.before_replace")
-        os.replace(tmp, path)
+        if keep:
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
         reached("snapshot.replaced")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -180,10 +191,16 @@ class FileStore:
     def location(self, name: str) -> str:
         return str(self.path if name == WHOLE else self.path / _file_name(name))
 
-    def replace_all(self, parts: dict[str, bytes]) -> None:
-        """A new folder beside the path, filled and fsynced, then renamed into place. A single file (or folder)
-        already there is moved aside first and removed after, so a reader meanwhile finds the path missing for
-        an instant, and keeps serving what it last read."""
+    def replace_all(self, parts: dict[str, bytes], own: str | None = None) -> None:
+        """The folder filled part by part (`SnapshotStore.replace_all`), each part as `write` writes it; a part
+        another run wrote since is left. A single file of an older scanwatch is replaced whole: a new folder
+        beside it, filled and fsynced, then renamed into place, the file moved aside first and removed after,
+        so a reader meanwhile finds the path missing for an instant, and keeps serving what it last read."""
+        if not self.path.exists() or self.path.is_dir():
+            self.path.mkdir(mode=0o755, parents=True, exist_ok=True)
+            for name, data in parts.items():
+                write_file(self.path / _file_name(name), data, keep=name != own)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_temp_files(self.path.parent, f".{self.path.name}.*.tmp")
         staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent))

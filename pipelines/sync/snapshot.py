@@ -225,7 +225,7 @@ def refresh_snapshot(conn: Connection, *, workspace_id: str | None, label: str |
             parts[name] = build_part(conn, workspace_id=workspace_id, label=label, **options)
         milestones.reached("snapshot.built")
         encoded = {n: encode_snapshot(doc) for n, doc in parts.items()}
-        store.replace_all(encoded)
+        store.replace_all(encoded, own=name)
         return Refreshed(store.location(name), len(encoded[name]), len(encoded), warnings)
     data = encode_snapshot(build_part(conn, workspace_id=workspace_id, label=label, **options))
     milestones.reached("snapshot.built")

@@ -484,3 +484,28 @@ def test_healthy_says_when_the_poll_loop_has_stopped(in_history: str, exporter_o
     answer = exporter.http.get("/-/healthy")
     assert answer.status_code == 503 and "poll" in answer.text, answer.text
     assert exporter.http.get("/-/ready").status_code == 503
+
+
+def test_a_part_another_run_wrote_during_the_first_build_is_kept(in_history: str) -> None:
+    """Two workspaces' first runs at once: the first build reads every part, then another run, its owners
+    recorded since, writes its own part before the build's rows go in. The build fills only the rows that are
+    not there and removes none. Mutation that fails it: the first build overwriting every part."""
+    later = NOW + timedelta(minutes=5)
+    written: list[str] = []
+
+    def meanwhile(name: str) -> None:
+        if name == "snapshot.built" and not written:
+            written.append("ws-2")
+            with connect(in_history) as other:
+                refresh_snapshot(other, workspace_id="ws-2", label=None, now=later)
+
+    stop = milestones.observe(meanwhile)
+    try:
+        with connect(in_history) as conn:
+            first = refresh_snapshot(conn, workspace_id="ws-1", label=None, now=NOW)
+    finally:
+        stop()
+    held = parts(in_history)
+    assert written and first.parts == 2
+    assert {name: doc["generated_at_seconds"] for name, (_, doc) in held.items()} == {
+        "ws-1": NOW.timestamp(), "ws-2": later.timestamp()}

@@ -208,3 +208,27 @@ def test_a_part_file_over_the_part_cap_is_refused_before_it_is_read(conn, tmp_pa
         fh.truncate(Limits().part_bytes + 1)
     with pytest.raises(SnapshotError, match="cap"):
         FileStore(folder, limits=Limits()).read("ws-3")
+
+
+def test_a_part_another_run_wrote_during_the_first_build_is_kept(conn, tmp_path: Path) -> None:
+    """Two workspaces' first runs at once (a PostgreSQL history takes both): the first build reads every part
+    of the history, and the other run may write its own part after that read, built once its own writes (its
+    owners) had committed. The build's copy, possibly half done, must not replace it. Mutation that fails it:
+    the first build overwriting every part."""
+    folder = tmp_path / "scanwatch-metrics.json"
+    later = NOW + timedelta(minutes=5)
+    written: list[str] = []
+
+    def meanwhile(name: str) -> None:
+        if name == "snapshot.built" and not written:
+            written.append("ws-2")
+            refresh_snapshot(conn, workspace_id="ws-2", label=None, path=folder, now=later)
+
+    stop = milestones.observe(meanwhile)
+    try:
+        first = refresh_snapshot(conn, workspace_id="ws-1", label=None, path=folder, now=NOW)
+    finally:
+        stop()
+    generated = {p.stem: json.loads(p.read_bytes())["generated_at_seconds"] for p in folder.iterdir()}
+    assert written and first.parts == 2
+    assert generated == {"ws-1": NOW.timestamp(), "ws-2": later.timestamp()}

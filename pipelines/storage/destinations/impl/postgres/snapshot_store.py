@@ -65,7 +65,9 @@ _WRITE = ("INSERT INTO snapshot_parts (name, generation, written_at, document) "
           "VALUES (%(name)s, nextval('snapshot_part_generations'), now(), %(document)s) "
           "ON CONFLICT (name) DO UPDATE SET generation = excluded.generation, written_at = excluded.written_at, "
           "document = excluded.document")
-_KEEP_ONLY = "DELETE FROM snapshot_parts WHERE NOT (name = ANY(CAST(%(names)s AS VARCHAR[])))"
+_FILL = ("INSERT INTO snapshot_parts (name, generation, written_at, document) "
+         "VALUES (%(name)s, nextval('snapshot_part_generations'), now(), %(document)s) "
+         "ON CONFLICT (name) DO NOTHING")
 _REMOVE = "DELETE FROM snapshot_parts WHERE name = %(name)s"
 
 PartKey = tuple[int, int]  # (generation, size in bytes): a new key means a new part to read
@@ -126,11 +128,12 @@ class DatabaseStore:
     def write(self, name: str, data: bytes) -> None:
         self._transaction(lambda: self.conn.execute(_WRITE, {"name": name, "document": data.decode()}))
 
-    def replace_all(self, parts: dict[str, bytes]) -> None:
+    def replace_all(self, parts: dict[str, bytes], own: str | None = None) -> None:
+        """Every part in one transaction: `own` written, the others only where no row is (`SnapshotStore`
+        says why). The table was empty when the build began, so no row is removed."""
         def every() -> None:
-            self.conn.execute(_KEEP_ONLY, {"names": list(parts)})
             for name, data in parts.items():
-                self.conn.execute(_WRITE, {"name": name, "document": data.decode()})
+                self.conn.execute(_WRITE if name == own else _FILL, {"name": name, "document": data.decode()})
 
         self._transaction(every)
 
