@@ -13,7 +13,6 @@ folder.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import re
@@ -132,9 +131,14 @@ def write_file(path: Path, data: bytes, milestone: object = None, *, keep: bool 
         os.chmod(tmp, 0o644)
         reached("snapshot.before_replace")
         if keep:
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.link(tmp, path)
-            os.unlink(tmp)
+            except FileExistsError:
+                pass
+            except OSError:  # a filesystem without hard links (a network share): put in place if still absent
+                if not path.exists():
+                    os.replace(tmp, path)
+            Path(tmp).unlink(missing_ok=True)
         else:
             os.replace(tmp, path)
         reached("snapshot.replaced")
@@ -192,30 +196,35 @@ class FileStore:
         return str(self.path if name == WHOLE else self.path / _file_name(name))
 
     def replace_all(self, parts: dict[str, bytes], own: str | None = None) -> None:
-        """The folder filled part by part (`SnapshotStore.replace_all`), each part as `write` writes it; a part
-        another run wrote since is left. A single file of an older scanwatch is replaced whole: a new folder
-        beside it, filled and fsynced, then renamed into place, the file moved aside first and removed after,
-        so a reader meanwhile finds the path missing for an instant, and keeps serving what it last read."""
-        if not self.path.exists() or self.path.is_dir():
-            self.path.mkdir(mode=0o755, parents=True, exist_ok=True)
-            for name, data in parts.items():
-                write_file(self.path / _file_name(name), data, keep=name != own)
-            return
+        """A new folder beside the path, filled and fsynced, then renamed into place: a reader, and a run killed
+        meanwhile, find every part or none. It takes the place of a missing or empty folder only; where another
+        run's parts arrived meanwhile (`SnapshotStore.replace_all`), the parts are written among them instead,
+        each kept where it is there, `own` replaced. A single file of an older scanwatch is moved aside first
+        and removed after, so a reader meanwhile finds the path missing for an instant, and keeps serving what
+        it last read."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_temp_files(self.path.parent, f".{self.path.name}.*.tmp")
         staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent))
+        old = None
         try:
             for name, data in parts.items():
                 write_file(staging / _file_name(name), data)
             os.chmod(staging, 0o755)
-            old = None
-            if self.path.exists():
+            if self.path.exists() and not self.path.is_dir():
                 old = staging.with_name(f"{staging.name[: -len('.tmp')]}-old.tmp")
                 os.replace(self.path, old)
-            os.replace(staging, self.path)
+            try:
+                os.rename(staging, self.path)  # takes the place of a missing or empty folder, never of parts
+            except OSError:
+                if old is not None or not self.path.is_dir():
+                    raise
+                for name, data in parts.items():
+                    write_file(self.path / _file_name(name), data, keep=name != own)
+                shutil.rmtree(staging, ignore_errors=True)
+                return
             _fsync_dir(self.path.parent)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         if old is not None:
-            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+            old.unlink(missing_ok=True)

@@ -25,10 +25,11 @@ import pytest
 from exporters.server import serve
 from pipelines.core import milestones
 from pipelines.core.history_location import HistoryLocation
+from pipelines.core.settings import Settings
 from pipelines.snapshot.format import Limits, encode_snapshot, parse_snapshot
 from pipelines.storage import connect
 from pipelines.storage.destinations.impl.postgres.snapshot_store import DatabaseStore, PolledStore, connect_reader
-from pipelines.sync.snapshot import build_part, refresh_snapshot
+from pipelines.sync.snapshot import build_part, refresh_snapshot, store_at
 from tests.backends import point_at
 from tests.exporter.history import NOW, load_history
 from tests.pg_server import PgServer
@@ -488,8 +489,9 @@ def test_healthy_says_when_the_poll_loop_has_stopped(in_history: str, exporter_o
 
 def test_a_part_another_run_wrote_during_the_first_build_is_kept(in_history: str) -> None:
     """Two workspaces' first runs at once: the first build reads every part, then another run, its owners
-    recorded since, writes its own part before the build's rows go in. The build fills only the rows that are
-    not there and removes none. Mutation that fails it: the first build overwriting every part."""
+    recorded since, writes its own part before the build's rows go in, and a part of a workspace the build did
+    not read arrives. The build fills only the rows that are not there and removes none. Mutations that fail
+    it: the first build overwriting every part; the rows it did not build removed."""
     later = NOW + timedelta(minutes=5)
     written: list[str] = []
 
@@ -498,6 +500,8 @@ def test_a_part_another_run_wrote_during_the_first_build_is_kept(in_history: str
             written.append("ws-2")
             with connect(in_history) as other:
                 refresh_snapshot(other, workspace_id="ws-2", label=None, now=later)
+                store = store_at(None, other, Settings.load())  # the history's own snapshot_parts
+                store.write("ws-9", encode_snapshot(build_part(other, workspace_id="ws-2", label=None, now=later)))
 
     stop = milestones.observe(meanwhile)
     try:
@@ -508,4 +512,4 @@ def test_a_part_another_run_wrote_during_the_first_build_is_kept(in_history: str
     held = parts(in_history)
     assert written and first.parts == 2
     assert {name: doc["generated_at_seconds"] for name, (_, doc) in held.items()} == {
-        "ws-1": NOW.timestamp(), "ws-2": later.timestamp()}
+        "ws-1": NOW.timestamp(), "ws-2": later.timestamp(), "ws-9": later.timestamp()}

@@ -232,3 +232,51 @@ def test_a_part_another_run_wrote_during_the_first_build_is_kept(conn, tmp_path:
     generated = {p.stem: json.loads(p.read_bytes())["generated_at_seconds"] for p in folder.iterdir()}
     assert written and first.parts == 2
     assert generated == {"ws-1": NOW.timestamp(), "ws-2": later.timestamp()}
+
+
+def test_a_first_build_that_fails_midway_leaves_no_part_and_the_next_run_builds_them_all(
+        conn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first build is whole or absent: stopped after one part (a full disk), it leaves no folder, so the
+    next run builds every part again rather than its own alone, and a workspace that never runs again still
+    gets its part. Mutation that fails it: the parts written straight into the folder."""
+    import pipelines.snapshot.store as store_module
+
+    folder = tmp_path / "scanwatch-metrics.json"
+    write = store_module.write_file
+    calls: list[Path] = []
+
+    def full_disk(path: Path, data: bytes, milestone: object = None, *, keep: bool = False) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        write(path, data, milestone, keep=keep)
+
+    monkeypatch.setattr(store_module, "write_file", full_disk)
+    with pytest.raises(OSError):
+        refresh_snapshot(conn, workspace_id="ws-1", label=None, path=folder, now=NOW)
+    assert not folder.exists() and FileStore(folder).needs_all()
+    assert [p.name for p in tmp_path.iterdir()] == []  # nothing left beside it either
+    monkeypatch.setattr(store_module, "write_file", write)
+    again = refresh_snapshot(conn, workspace_id="ws-1", label=None, path=folder, now=NOW)
+    assert again.parts == 2 and sorted(p.name for p in folder.iterdir()) == ["ws-1.json", "ws-2.json"]
+
+
+def test_a_first_build_among_another_run_s_parts_needs_no_hard_links(
+        conn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where other runs' parts arrived before the folder could be renamed into place, the build's parts go in
+    one by one, each only where none is; a filesystem without hard links (a network share) does that by
+    a replace of what is still absent. A part the build did not read (a workspace followed since) stays."""
+    folder = tmp_path / "scanwatch-metrics.json"
+    folder.mkdir()
+    FileStore(folder).write("ws-2", b"{}")  # another run's, newer than this build's copy
+    FileStore(folder).write("ws-9", b"{}")  # a workspace this build did not read
+
+    def no_links(*_args: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr("os.link", no_links)
+    first = refresh_snapshot(conn, workspace_id="ws-1", label=None, path=folder, now=NOW)
+    assert first.parts == 1  # the store was not empty: only its own part
+    FileStore(folder).replace_all({"ws-1": b'{"own": 1}', "ws-2": b'{"stale": 1}', "ws-3": b"{}"}, own="ws-1")
+    held = {p.stem: p.read_bytes() for p in folder.iterdir() if not p.name.startswith(".")}
+    assert held == {"ws-1": b'{"own": 1}', "ws-2": b"{}", "ws-3": b"{}", "ws-9": b"{}"}

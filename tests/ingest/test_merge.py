@@ -286,8 +286,9 @@ def test_a_scans_merge_with_nothing_to_write_runs_no_statement_but_one_with_a_ba
         engine_db):
     """An unchanged workspace's scans step stages nothing, has nothing gone and no pending scan left unlisted:
     its merge is skipped, not run for nothing. A record left out (too large) is still warned about, and a
-    queued scan of a target GET /projects no longer lists is still settled. Mutations that fail it: a record
-    with problems and no line taken for nothing to merge; the caller's unlisted scans ignored."""
+    queued scan of a target GET /projects no longer lists, or one that answered 404, is still settled.
+    Mutations that fail it: a record with problems and no line taken for nothing to merge; the caller's
+    unlisted scans, or the scans gone, ignored."""
     from pipelines.storage import merge_projects, merge_scan_stages, stage_format
     from pipelines.storage.entities import SCAN
     from pipelines.storage.stage import MAX_RECORD_BYTES
@@ -300,6 +301,9 @@ def test_a_scans_merge_with_nothing_to_write_runs_no_statement_but_one_with_a_ba
         merge_projects(conn, "ws", [project], now=NOW)
         merge_scans(conn, "ws", [{"id": "s1", "target_id": "t2", "project_id": "p1", "kind": "quick",
                                   "status": "queued"}], now=NOW)
+        with StageFile(SCAN.name, stage_format(conn, SCAN)) as nothing:  # answered 404, nothing read: settled
+            assert merge_scan_stages(conn, "ws", [nothing.close()], now=NOW, gone=[("s9", "p1")],
+                                     unlisted=False).rows["scans_gone"] == 1
         merge_projects(conn, "ws", [dict(project, targets=project["targets"][:1])], now=LATER)  # t2 unlisted
         execute = conn.execute
         conn.execute = lambda sql, params=None: (ran.append(str(sql)), execute(sql, params))[1]  # type: ignore[method-assign]
@@ -316,6 +320,7 @@ def test_a_scans_merge_with_nothing_to_write_runs_no_statement_but_one_with_a_ba
         assert ran and execute("SELECT entity_id, field FROM ingest_warnings WHERE entity = 'scans'"
                                ).fetchall() == [("s2", "(record)")]
         assert merged([], unlisted=True)["scans_gone"] == 1
-        assert execute("SELECT scan_id, answered FROM scans_gone").fetchall() == [("s1", "target")]
+        assert sorted(execute("SELECT scan_id, answered FROM scans_gone").fetchall()) == [
+            ("s1", "target"), ("s9", "scan")]
     finally:
         conn.close()
