@@ -111,6 +111,24 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def place_if_absent(made: Path, path: Path) -> bool:
+    """Put the finished file `made` at `path` unless a file is already there, which is then left as it is;
+    whether `made` is now at `path`. A hard link fails where a file is, so two processes racing for the place
+    never overwrite each other and no reader ever finds a half-written file. A filesystem without hard links
+    (a network share) gets a rename if the place is still empty: a window of a few instructions, not a
+    failure at every attempt. `made` stays where it was (a link) or is gone (a rename); the caller removes
+    what is left of it."""
+    try:
+        os.link(made, path)
+    except FileExistsError:
+        return False
+    except OSError:  # no hard links on this filesystem
+        if path.exists():
+            return False
+        os.replace(made, path)
+    return True
+
+
 def write_file(path: Path, data: bytes, milestone: object = None, *, keep: bool = False) -> None:
     """Replace one file atomically: a temp file in the same folder, fsync, then os.replace (`keep`: linked
     into place only if no file is there, which is then left as it is).
@@ -131,13 +149,7 @@ def write_file(path: Path, data: bytes, milestone: object = None, *, keep: bool 
         os.chmod(tmp, 0o644)
         reached("snapshot.before_replace")
         if keep:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                pass
-            except OSError:  # a filesystem without hard links (a network share): put in place if still absent
-                if not path.exists():
-                    os.replace(tmp, path)
+            place_if_absent(Path(tmp), path)
             Path(tmp).unlink(missing_ok=True)
         else:
             os.replace(tmp, path)
@@ -225,6 +237,8 @@ class FileStore:
             _fsync_dir(self.path.parent)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
+            if old is not None and not self.path.exists():  # the older snapshot back, rather than none
+                os.replace(old, self.path)
             raise
         if old is not None:
             old.unlink(missing_ok=True)

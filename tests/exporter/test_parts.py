@@ -280,3 +280,19 @@ def test_a_first_build_among_another_run_s_parts_needs_no_hard_links(
     FileStore(folder).replace_all({"ws-1": b'{"own": 1}', "ws-2": b'{"stale": 1}', "ws-3": b"{}"}, own="ws-1")
     held = {p.stem: p.read_bytes() for p in folder.iterdir() if not p.name.startswith(".")}
     assert held == {"ws-1": b'{"own": 1}', "ws-2": b"{}", "ws-3": b"{}", "ws-9": b"{}"}
+
+
+def test_an_upgrade_that_cannot_put_the_folder_in_place_keeps_the_older_snapshot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A single-file snapshot of an older scanwatch is moved aside while its folder of parts takes its place;
+    if that fails, the file comes back, so the exporter keeps serving it rather than nothing."""
+    path = tmp_path / "scanwatch-metrics.json"
+    path.write_bytes(b'{"older": 1}')
+
+    def refused(*_args: object) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("os.rename", refused)
+    with pytest.raises(OSError):
+        FileStore(path).replace_all({"ws-1": b"{}"}, own="ws-1")
+    assert path.read_bytes() == b'{"older": 1}' and [p.name for p in tmp_path.iterdir()] == [path.name]

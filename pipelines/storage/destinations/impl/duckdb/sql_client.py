@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 
 from pipelines.core.history_location import HistoryLocation
+from pipelines.snapshot.store import place_if_absent  # a whole file put in place, as the snapshot's parts are
 from pipelines.storage.destinations.base import Connection, Engine
 
 # A sync's memory is bounded by its merge group (see merge.CHUNK_BYTES), not by the history: DuckDB spills to
@@ -137,10 +138,7 @@ def create_whole(path: Path) -> None:
         except duckdb.Error:  # a folder it cannot write: opening the history itself says so, naming it
             return
         if not path.exists():
-            # Another process's file got there first (FileExistsError), or the filesystem has no hard links:
-            # either way the history is opened as it is.
-            with contextlib.suppress(OSError):
-                os.link(fresh, path)
+            place_if_absent(fresh, path)  # another process's file got there first: it is the history
         else:
             _replace_if_abandoned(path, fresh)
     finally:
