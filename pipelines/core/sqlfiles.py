@@ -80,14 +80,16 @@ class SqlConnection(Protocol):
 C = TypeVar("C", bound=SqlConnection)
 
 
-def execute_file(conn: SqlConnection, relative: str, params: Mapping[str, Any] | None = None) -> Any:
+def execute_file(conn: SqlConnection, relative: str, params: Mapping[str, Any] | None = None,
+                 slots: Mapping[str, str] | None = None) -> Any:
     """Run every statement of one file, each with the `$name` parameters it names, and return the cursor of
     the last one (a file may end with the count it reports). Engines bind parameters one statement at a
     time, so a file of several statements cannot take them in one `execute`; the history's engine splits
-    it."""
+    it. `slots`: text written into the file's `{name}` slots first (`fill`)."""
     params = params or {}
     cursor: Any = conn
-    for statement in conn.split_statements(read_sql(relative)):
+    text = read_sql(relative)
+    for statement in conn.split_statements(fill(text, slots) if slots else text):
         cursor = conn.execute(statement.query, {name: params[name] for name in statement.named_parameters})
     return cursor
 

@@ -8,6 +8,8 @@ and the INSERT with no other edit.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pipelines.core.sqlfiles import fill, read_sql
 from pipelines.storage.destinations import Connection, Engine
 from pipelines.storage.destinations.impl import DUCKDB
@@ -47,3 +49,13 @@ def touch_unchanged(conn: Connection, entity: Entity) -> None:
 def upsert(conn: Connection, entity: Entity) -> None:
     """Write the staged rows of `entity` into its table (update the known ones, insert the new)."""
     conn.execute(statements("upsert", entity, conn.engine))
+
+
+def rows_digest(engine: Engine, tables: Sequence[tuple[Entity, str, str]]) -> str:
+    """An expression for the digest of a list's rows as they are now: per (entity, table, condition), the
+    count of the rows `condition` picks and the sum of the engine's row hash over every API field of the
+    entity. A row another writer touched, added or took out of the list moves it."""
+    return " || '/' || ".join(
+        f"(SELECT CAST(count(*) AS VARCHAR) || ':' || coalesce(CAST(sum("
+        f"{engine.row_hash(', '.join(quote(c) for c in entity.columns))}) AS VARCHAR), '') "
+        f"FROM {quote(table)} WHERE {condition})" for entity, table, condition in tables)

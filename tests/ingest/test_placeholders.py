@@ -34,6 +34,7 @@ def test_the_merge_files_hold_slots_and_no_parameter_and_fill_completely():
 def test_slots_appear_only_where_they_are_filled():
     """Every other file runs as written: a `{name}` in it would reach the engine unfilled."""
     filled = {"merge/upsert.sql", "merge/unchanged.sql",  # upsert.py
+              "merge/merged_list_check.sql", "merge/merged_list_record.sql",  # merge.py, the rows' digest
               *(f"roles/{p.name}" for p in (sql_dir() / "roles").glob("*.sql"))}  # commands/roles.py
     for path in sorted(sql_dir().rglob("*.sql")):
         relative = str(path.relative_to(sql_dir()))

@@ -49,7 +49,7 @@ POINTS = [
     ("merge.staged", 2), ("merge.staged", 3), ("merge.before_commit", 2), ("merge.after_commit", 2),
     ("issues.paging", 1), ("issues.paging", 3), ("merge.staged", 4), ("merge.before_commit", 3),
     ("merge.after_commit", 3), ("merge.before_commit", 4), ("merge.after_commit", 4), ("step.recorded", 3),
-    ("scans.paging", 1), ("scans.paging", 3), ("merge.staged", 5), ("scans.before_state", 1),
+    ("scans.paging", 1), ("scans.paging", 3), ("scans.before_state", 1),
     ("step.recorded", 4), ("snapshot.built", 1), ("snapshot.mid_write", 1), ("snapshot.before_replace", 1),
     ("snapshot.replaced", 1),
 ]
