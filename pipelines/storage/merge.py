@@ -181,8 +181,7 @@ _LIST_ROWS: dict[str, tuple[tuple[Entity, str, str], ...]] = {
                                    "(SELECT max(observed_at) FROM quota_snapshots WHERE workspace_id = $workspace_id)"),
     ),
     "projects": (  # the listed ones (the views say which are)
-        (PROJECT, "projects", "id IN (SELECT project_id FROM project_labels WHERE workspace_id = $workspace_id "
-                              "AND listed)"),
+        (PROJECT, "project_states", "workspace_id = $workspace_id AND listed"),
         (TARGET, "target_states", "workspace_id = $workspace_id AND listed"),
     ),
 }

@@ -25,7 +25,7 @@ WITH reasons AS (
            END AS reason
     FROM issues i
     -- joined on the workspace as well as the id: the workspace's projects and targets, not every workspace's
-    LEFT JOIN project_labels p ON p.workspace_id = i.workspace_id AND p.project_id = i.project_id
+    LEFT JOIN project_states p ON p.workspace_id = i.workspace_id AND p.id = i.project_id
     LEFT JOIN target_states t ON t.workspace_id = i.workspace_id AND t.id = i.target_id
     WHERE i.workspace_id = (SELECT workspace_id FROM merge_context)
       AND NOT EXISTS (SELECT 1 FROM listed_issue_ids l WHERE l.id = i.id)  -- a listed issue is visible, whatever else

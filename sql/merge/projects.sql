@@ -4,8 +4,7 @@
 --
 -- $targets_unread: projects whose targets field was malformed; their targets stay as they were.
 UPDATE projects SET removed_at = (SELECT observed_at FROM merge_context)
-WHERE id IN (SELECT project_id FROM project_labels WHERE workspace_id = (SELECT workspace_id FROM merge_context)
-                                                        AND listed)
+WHERE id IN (SELECT id FROM project_states WHERE workspace_id = (SELECT workspace_id FROM merge_context) AND listed)
   AND NOT EXISTS (SELECT 1 FROM stg_projects s WHERE s.id = projects.id);
 
 UPDATE targets SET removed_at = (SELECT observed_at FROM merge_context)

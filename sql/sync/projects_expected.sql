@@ -2,5 +2,5 @@
 SELECT greatest(
     coalesce((SELECT max(greatest(coalesce(projects_used, 0), coalesce(projects_limit, 0))) FROM accounts
               WHERE workspace_id = $workspace_id), 0),
-    (SELECT count(*) FROM project_labels WHERE workspace_id = $workspace_id AND listed)
+    (SELECT count(*) FROM project_states WHERE workspace_id = $workspace_id AND listed)
 ) AS projects;

@@ -23,6 +23,6 @@ SELECT
         coalesce(CAST(p.score AS VARCHAR), '-'), coalesce(p.grade, '-'), coalesce(CAST(p.paused AS VARCHAR), '-'),
         coalesce(t.targets, '-')
     )) AS fingerprint
-FROM projects AS p
-JOIN project_labels AS l ON l.workspace_id = p.workspace_id AND l.project_id = p.id AND l.listed
-LEFT JOIN listed_targets AS t ON t.workspace_id = p.workspace_id AND t.project_id = p.id;
+FROM project_states AS p
+LEFT JOIN listed_targets AS t ON t.workspace_id = p.workspace_id AND t.project_id = p.id
+WHERE p.listed;

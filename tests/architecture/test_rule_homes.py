@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RULES: dict[str, tuple[str, str]] = {
     # GET /projects still lists a target / a project (the merge marks `removed_at`).
     "target still listed": (r"\bt\.removed_at\s+IS\b", "sql/views/target_states.sql"),
-    "project still listed": (r"\bp\.removed_at\s+IS\b", "sql/views/project_labels.sql"),
+    "project still listed": (r"\bp\.removed_at\s+IS\b", "sql/views/project_states.sql"),
     "still listed, spelled on a table of its own": (r"(?<![pt]\.)\bremoved_at\s+IS\s+(NOT\s+)?NULL", ""),
     # A site whose ownership is not proved (its issues hidden by the service).
     "site not proved": (r"\bNOT\s+(\w+\.)?verified\b|(\w+\.)?verified\s*(=|IS)\s*(false|true|NOT)|"

@@ -180,7 +180,8 @@ def test_an_upgraded_history_keeps_its_issues_and_events_without_an_index_that_g
         # The merge reads the views layer's rules (status changes, what is still listed, each project's team),
         # which schema 10 predates; migration 16's tables only add objects, so it may run again later.
         execute_file(conn, "migrations/016_ownership.sql")
-        for view in ("status_moves", "workspace_labels", "project_owners_now", "project_labels", "target_states"):
+        for view in ("status_moves", "workspace_labels", "project_owners_now", "project_states", "project_labels",
+                     "target_states"):
             conn.execute(read_sql(f"views/{view}.sql"))
         with StageFile("issues") as stage:
             merge_issue_stages(conn, "ws", [stage.extend(_issue(n) for n in range(9)).close()], now=NOW)
