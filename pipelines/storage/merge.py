@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.core import milestones
-from pipelines.core.sqlfiles import execute_file, read_sql, transaction
+from pipelines.core.sqlfiles import execute_file, read_sql, sql_dir, transaction
 from pipelines.core.text import printable
 from pipelines.core.vocabulary import hidden_reason_params
 from pipelines.storage.destinations import Connection
+from pipelines.storage.destinations.stage_format import as_text
 from pipelines.storage.entities import (
     ACCOUNT,
     ISSUE,
@@ -57,6 +58,7 @@ class MergeResult:
     rejected: int = 0
     quarantined: list[str] = field(default_factory=list)  # ids of records left out whole (too large)
     notices: list[str] = field(default_factory=list)  # one line per bad record, for the run's log
+    flagged: int = 0  # stages with a value that breaks a rule, warned about now or by an earlier merge
 
     @property
     def rows_written(self) -> int:
@@ -131,6 +133,7 @@ def _load_stage(conn: Connection, entity: Entity, stages: Sequence[StageFile], r
     # planning that union cost each stage of an unchanged workspace 7 ms, for nothing to store.
     problems = bool(written and rules) and conn.execute(
         f"SELECT EXISTS (SELECT 1 FROM {raw} WHERE {' OR '.join(f'({c})' for *_, c in rules)})").fetchall()[0][0]
+    result.flagged += bool(problems)
     found = [] if not problems else conn.execute(
         "INSERT INTO ingest_warnings (workspace_id, observed_at, entity, entity_id, field, value) "
         f"SELECT DISTINCT c.workspace_id, c.observed_at, '{entity.name}', w.entity_id, w.field, "
@@ -168,23 +171,31 @@ def _set_context(conn: Connection, workspace_id: str | None, now: datetime,
 
 # An unchanged list. Most reads of a followed workspace's account and project list answer what the last one
 # did: staging such a list, finding every row unchanged and writing the samples took two-thirds of what an
-# unchanged workspace's steps held the writer's turn for (23 and 32 statements; `python -m
+# unchanged workspace's steps held the writer's turn for (25 and 32 statements; `python -m
 # benchmarks.statements`). `merged_lists` keeps, per workspace and list, a digest of the answer the last full
-# merge read and one of the rows it left; when both match, the rows are only marked seen and sampled again
-# (merge/*_seen_again.sql). The rows' digest is read from the rows themselves, so no other writer (the plan
-# gate's `api_access_lost`, a restore, a hand-made UPDATE) needs to know about the shortcut, and the answer's
-# is made with the merge's own definition, so a new scanwatch merges each list in full once.
+# merge read and one of the rows it left; when both match, and the rows are as many as the answer's ids, the
+# rows are only marked seen and sampled again (merge/*_seen_again.sql). The rows' digest is read from the rows
+# themselves, so no other writer (the plan gate's `api_access_lost`, a restore, a hand-made UPDATE) needs to
+# know about the shortcut; the answer's is made with the merge's own definition, so a new scanwatch merges each
+# list in full once. A list with any value that breaks a rule is merged in full at every read: its warnings
+# are kept once (`ingest_warnings`), and `scanwatch prune` may take them out.
+# Per list: (entity whose API fields are hashed, the table or view, which rows), in the order of its counts.
 _LIST_ROWS: dict[str, tuple[tuple[Entity, str, str], ...]] = {
     "account": (
         (ACCOUNT, "accounts", "workspace_id = $workspace_id"),
-        (QUOTA, "quota_snapshots", "workspace_id = $workspace_id AND observed_at = "
-                                   "(SELECT max(observed_at) FROM quota_snapshots WHERE workspace_id = $workspace_id)"),
+        (QUOTA, "quota_snapshots", "workspace_id = $workspace_id AND observed_at = m.observed_at"),  # its samples
     ),
     "projects": (  # the listed ones (the views say which are)
         (PROJECT, "project_states", "workspace_id = $workspace_id AND listed"),
         (TARGET, "target_states", "workspace_id = $workspace_id AND listed"),
     ),
 }
+# What shapes the rows a list's merge leaves: the typing and staging of an answer (both engines' casts and
+# stage lines), the merge statements, and the views that say which rows are listed.
+_DEFINITION_MODULES = ("entities.py", "merge.py", "stage.py", "upsert.py", "destinations/stage_format.py",
+                       "destinations/impl/duckdb/factory.py", "destinations/impl/postgres/factory.py",
+                       "destinations/impl/postgres/stage_format.py")
+_DEFINITION_VIEWS = ("project_states", "target_states")
 
 
 @functools.cache
@@ -192,45 +203,57 @@ def merge_definition() -> bytes:
     """What a list's merge is, as code: the modules that type and stage an answer and the statements that
     merge it. A digest of an answer made by another definition never matches."""
     here = Path(__file__).parent
-    modules = [(here / name).read_bytes() for name in ("entities.py", "merge.py", "stage.py", "upsert.py")]
-    statements = [read_sql(f"merge/{name}.sql").encode() for name in (
-        "account", "account_seen_again", "projects", "projects_seen_again", "upsert", "unchanged", "context")]
-    return hashlib.sha256(b"\0".join([*modules, *statements])).digest()
+    modules = [(here / name).read_bytes() for name in _DEFINITION_MODULES]
+    statements = [read_sql(f"merge/{path.name}").encode() for path in sorted((sql_dir() / "merge").glob("*.sql"))]
+    views = [read_sql(f"views/{name}.sql").encode() for name in _DEFINITION_VIEWS]
+    return hashlib.sha256(b"\0".join([*modules, *statements, *views])).digest()
 
 
 @dataclass(frozen=True)
 class _Listed:
-    """One list as a merge read it: whose, which, and the digest of the answer."""
+    """One list as a merge read it: whose, which, the digest of the answer, and how many rows of each table
+    (`_LIST_ROWS`) its ids make, as the stage stores them (`1` and `"1"` are one id)."""
 
     name: str
     workspace_id: object
     body_digest: str
+    counts: tuple[int, ...]
 
     @classmethod
-    def of(cls, name: str, workspace_id: object, answer: object) -> _Listed:
+    def of(cls, name: str, workspace_id: object, answer: object, counts: tuple[int, ...]) -> _Listed:
         text = json.dumps([name, answer], sort_keys=True, default=str).encode()
-        return cls(name, workspace_id, hashlib.sha256(merge_definition() + text).hexdigest())
+        return cls(name, workspace_id, hashlib.sha256(merge_definition() + text).hexdigest(), counts)
 
     def _params(self, **more: object) -> dict[str, object]:
         return {"workspace_id": self.workspace_id, "list_name": self.name, "body_digest": self.body_digest, **more}
 
-    def unchanged(self, conn: Connection) -> bool:
-        """Whether the last full merge read this answer, into rows nothing changed since."""
+    def last_merge(self, conn: Connection) -> datetime | None:
+        """When the last full merge read this answer, if nothing changed its rows since and they are the
+        answer's (a row another workspace holds is not this one's); None: merge in full."""
         if not isinstance(self.workspace_id, str):
-            return False
-        found = execute_file(conn, "merge/merged_list_check.sql", self._params(),
-                             {"rows": rows_digest(conn.engine, _LIST_ROWS[self.name])}).fetchall()
-        return bool(found and found[0][0])
+            return None
+        for same, recorded, current, merged_at in execute_file(
+                conn, "merge/merged_list_check.sql", self._params(),
+                {"rows": rows_digest(conn.engine, _LIST_ROWS[self.name])}).fetchall():
+            counts = tuple(int(part.split(":", 1)[0]) for part in str(current).split("/"))
+            if same and recorded == current and counts == self.counts:
+                return merged_at  # type: ignore[no-any-return]
+        return None
 
     def record(self, conn: Connection, result: MergeResult, now: datetime) -> None:
-        """After a full merge: its digests, or none when it warned, rejected or quarantined (each such read is
-        merged in full, and its lines said again)."""
+        """After a full merge: its digests, or none when a value broke a rule or a record was rejected or
+        quarantined (each such read is merged in full, and its lines said again)."""
         if not isinstance(self.workspace_id, str):
             return
-        clean = not (result.warnings or result.notices or result.rejected or result.quarantined)
+        clean = not (result.warnings or result.notices or result.rejected or result.quarantined or result.flagged)
         execute_file(conn, "merge/merged_list_record.sql",
                      {**self._params(), "body_digest": self.body_digest if clean else None, "now": now},
                      {"rows": rows_digest(conn.engine, _LIST_ROWS[self.name])})
+
+
+def _ids(records: Sequence[dict[str, Any]]) -> set[str | None]:
+    """The ids of `records` as the stage stores them."""
+    return {as_text(r.get("id")) for r in records}
 
 
 def merge_account(conn: Connection, account: dict[str, Any], *, now: datetime,
@@ -238,12 +261,14 @@ def merge_account(conn: Connection, account: dict[str, Any], *, now: datetime,
     """Current account row plus one quota snapshot per quota."""
     result = MergeResult()
     row, quotas = account_rows(account)
-    listed = _Listed.of("account", row["workspace_id"], account)
+    listed = _Listed.of("account", row["workspace_id"], account, (1, len(quotas)))
     with transaction(conn, "merge"):
         _set_context(conn, row["workspace_id"], now, service_version)
-        if listed.unchanged(conn):
+        merged_at = listed.last_merge(conn)
+        if merged_at is not None:
             result.rows["accounts"] = 1
-            result.rows["quota_snapshots"] = execute_file(conn, "merge/account_seen_again.sql").fetchall()[0][0]
+            result.rows["quota_snapshots"] = execute_file(conn, "merge/account_seen_again.sql",
+                                                          {"merged_at": merged_at}).fetchall()[0][0]
         else:
             result.rows["accounts"] = _stage(conn, ACCOUNT, [row], result)
             _stage(conn, QUOTA, quotas, result)
@@ -266,14 +291,17 @@ def merge_projects(conn: Connection, workspace_id: str, projects: Sequence[dict[
     keep = {p.get("id") for p in malformed}
     targets = [dict(t, project_id=p.get("id")) for p in projects if p.get("id") not in keep
                for t in (p.get("targets") or [])]
-    # The same projects in another order are the same list (of several sightings of one, the later still wins).
-    listed = _Listed.of("projects", workspace_id, sorted(projects, key=lambda p: str(p.get("id"))))
+    project_ids, target_ids = _ids(projects), _ids(targets)
+    # The same projects in another order are the same list, when no id comes twice: of two sightings of one
+    # project or target, the later wins, so there the order is part of the answer.
+    once = len(project_ids) == len(projects) and len(target_ids) == len(targets)
+    answer = sorted(projects, key=lambda p: as_text(p.get("id")) or "") if once else projects
+    listed = _Listed.of("projects", workspace_id, answer, (len(project_ids), len(target_ids)))
     with transaction(conn, "merge"):
         _set_context(conn, workspace_id, now)
-        if listed.unchanged(conn):
+        if listed.last_merge(conn) is not None:
             execute_file(conn, "merge/projects_seen_again.sql")
-            result.rows["projects"] = len({p.get("id") for p in projects})
-            result.rows["targets"] = len({t.get("id") for t in targets})
+            result.rows["projects"], result.rows["targets"] = listed.counts
         else:
             for p in malformed:
                 conn.execute(read_sql("merge/ingest_warning.sql"), {

@@ -64,10 +64,13 @@ def test_an_unchanged_list_leaves_the_history_a_full_merge_leaves_and_skips_its_
     """Two histories read the same answers at the same moments: one as scanwatch merges them, the other with
     every shortcut forgotten before each merge (the full merge every time). Between reads: the plan gate's
     own write, a hand-made UPDATE, an answer reordered, a target removed and then an issue listed on it, a
-    bad value, a record told about in the log. After each merge both histories hold the same rows, and the
-    shortcut was taken exactly where the answer and the rows were as the last full merge left them.
-    Mutations that fail it: the rows' digest not compared; a merge that warned recorded; the seen-again
-    statements leaving the clock or a sample out; the order of the answer counted.
+    bad value, a record told about in the log, quotas no longer listed, a project another workspace lists
+    too, a target listed twice, ids that are not strings. After each merge both histories hold the same rows,
+    the merges report the same rows, warnings and log lines, and the shortcut was taken exactly where the
+    answer and the rows were as the last full merge left them. Mutations that fail it: the rows' digest not
+    compared, or not counted; a merge that met a bad value recorded; the seen-again statements leaving the
+    clock or a sample out, or sampling quotas of another merge; the order of the answer counted, or ignored
+    where an id comes twice.
     """
     shortcut, full = connect(new_history()), connect(new_history())
     ran: list[str] = []
@@ -81,14 +84,16 @@ def test_an_unchanged_list_leaves_the_history_a_full_merge_leaves_and_skips_its_
         results = [merge(conn, at) for conn in (shortcut, full)]
         staged.append(any("stg_" in sql for sql in ran))
         assert _dump(shortcut) == _dump(full)
-        assert results[0].rows == results[1].rows and results[0].events == results[1].events
+        got, want = results
+        assert (got.rows, got.events, got.warnings, got.notices) == (want.rows, want.events, want.warnings,
+                                                                    want.notices)
         return results
 
     def account(body: dict[str, Any]) -> Callable[[Any, datetime], Any]:
         return lambda conn, at: merge_account(conn, copy.deepcopy(body), now=at, service_version="2026-10-13")
 
-    def projects(body: list[dict[str, Any]]) -> Callable[[Any, datetime], Any]:
-        return lambda conn, at: merge_projects(conn, "ws", copy.deepcopy(body), now=at)
+    def projects(body: list[dict[str, Any]], workspace: str = "ws") -> Callable[[Any, datetime], Any]:
+        return lambda conn, at: merge_projects(conn, workspace, copy.deepcopy(body), now=at)
 
     lists = _projects()
     moments = iter(T0 + timedelta(hours=h) for h in range(100))
@@ -130,19 +135,53 @@ def test_an_unchanged_list_leaves_the_history_a_full_merge_leaves_and_skips_its_
         assert staged[-3:] == [True, True, False]
         assert shortcut.execute("SELECT hidden_reason FROM issues").fetchall() == [("target_removed",)]
 
-        # A value that does not fit: stored as NULL and warned about once, by the merge that found it, which
-        # records no digest; the next read, with nothing new to warn about, is a clean merge like any other.
+        # A value that does not fit: stored as NULL, warned about once (`ingest_warnings` keeps one row, which
+        # `scanwatch prune` may take out), and merged in full at every read, so it is warned about again then.
         lists[1]["score"] = "ninety"
         bad = _account(plan="platinum")
         for _ in range(3):
             both(projects(lists), next(moments))
             both(account(bad), next(moments))
-        assert staged[-6:] == [True, True, True, True, False, False]
+        assert staged[-6:] == [True] * 6
         # A record whose every read is told in the run's log (a lone surrogate replaced): merged in full, and
         # told, at every read.
         lists[1]["name"] = "Docs \ud800"
         told = [both(projects(lists), next(moments))[0].notices for _ in range(3)]
         assert staged[-3:] == [True, True, True] and all(len(t) == 1 for t in told)
+
+        # The service stops listing quotas: this sync samples none, and no later unchanged read brings back the
+        # quotas of an earlier one.
+        since = next(moments)
+        for _ in range(2):
+            both(account(_account(quotas={})), next(moments))
+        assert staged[-2:] == [True, False] and shortcut.execute(
+            "SELECT count(*) FROM quota_snapshots WHERE observed_at > CAST($since AS TIMESTAMPTZ)",
+            {"since": since}).fetchall() == [(0,)]
+
+        # A project another workspace lists too: the rows are keyed by id, so its row stays its first
+        # workspace's. When that one stops listing it, the other's unchanged answer still revives it.
+        shared = [dict(_projects()[0], targets=[])]
+        for _ in range(2):
+            both(projects(shared, "ws2"), next(moments))
+        both(projects(lists[1:]), next(moments))  # ws stops listing p0
+        both(projects(shared, "ws2"), next(moments))
+        assert staged[-4:] == [True, True, True, True] and shortcut.execute(
+            "SELECT removed_at IS NULL FROM projects WHERE id = 'p0'").fetchall() == [(True,)]
+
+        # One target listed under two projects: the later sighting wins, so a reordered answer is another one.
+        twice = [{"id": "pa", "name": "A", "targets": [{"id": "t9", "kind": "domain", "address": "a.example"}]},
+                 {"id": "pb", "name": "B", "targets": [{"id": "t9", "kind": "domain", "address": "a.example"}]}]
+        for answer in (twice, twice, list(reversed(twice))):
+            both(projects(answer, "ws3"), next(moments))
+        assert staged[-3:] == [True, False, True] and shortcut.execute(
+            "SELECT project_id FROM targets WHERE id = 't9'").fetchall() == [("pa",)]
+
+        # Ids that are not strings, as the stage stores them: 1 and "1" are one project; an id that is an object.
+        odd = [{"id": 1, "name": "one", "targets": [{"id": ["t", 7], "kind": "repository", "address": "git.example"}]},
+               {"id": "1", "name": "one again", "targets": []}]
+        for _ in range(2):
+            both(projects(odd, "ws4"), next(moments))
+        assert staged[-2:] == [True, False]
     finally:
         shortcut.close()
         full.close()
