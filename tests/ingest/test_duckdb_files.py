@@ -260,3 +260,19 @@ def test_only_one_read_runs_beside_the_writer_at_a_time(tmp_path):
     for t in threads:
         t.join(30)
     assert seen == [False] and third_got_it.is_set()
+
+
+def test_the_process_s_duckdb_memory_by_tag_is_what_its_history_holds(tmp_path):
+    """`Attached.memory_by_tag()` is how a benchmark sees what the writer, a read beside it and a checkpoint
+    hold together (benchmarks/duckdb_peak.py). Mutations that fail it: a database of its own asked (it holds
+    nothing), the spilled and held bytes swapped."""
+    from pipelines.storage.destinations.impl.duckdb.sql_client import Attached
+
+    with _turn(tmp_path / "history.duckdb") as conn:
+        conn.execute("CREATE TABLE wide AS SELECT i, md5(i::VARCHAR) AS s FROM range(300000) t(i)")
+        assert conn.execute("SELECT count(*) FROM wide WHERE s LIKE '%z%'").fetchall()[0][0] == 0
+        tags = Attached.memory_by_tag()
+        held = sum(used for used, _ in tags.values()) / 2**20
+        assert held > 4
+        assert abs(held - _cached_mib(conn)) < 2  # the same database: the one the connection's history is in
+        assert all(spilled == 0 for _, spilled in tags.values())  # no temp directory was needed for 300k rows

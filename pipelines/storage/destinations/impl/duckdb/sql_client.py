@@ -107,6 +107,23 @@ class Attached(Connection):
             if cls._host is not None:
                 cls._host.execute(f"DETACH {entry[0]}")
 
+    @classmethod
+    def memory_by_tag(cls) -> dict[str, tuple[int, int]]:
+        """What the process's DuckDB holds, by DuckDB's memory tag: bytes in memory and bytes spilled. The
+        limit is one for the process, so only its database can say what the writer, a read beside it and a
+        checkpoint hold together (benchmarks.duckdb_peak samples it during a sync)."""
+        with cls._lock:
+            host = cls._host if cls._host_pid == os.getpid() else None
+            raw = host.cursor() if host is not None else None
+        if raw is None:
+            return {}
+        try:
+            rows = raw.execute("SELECT tag, memory_usage_bytes, temporary_storage_bytes FROM duckdb_memory() "
+                               "WHERE memory_usage_bytes > 0 OR temporary_storage_bytes > 0").fetchall()
+            return {str(tag): (int(used), int(spilled)) for tag, used, spilled in rows}
+        finally:
+            raw.close()
+
     def close(self) -> None:
         if self._closed:
             return
