@@ -138,17 +138,19 @@ def test_a_server_restarting_mid_merge_fails_the_sync_in_one_line_and_the_next_s
         passages: list[str] = []
 
         def restart(name: str) -> None:
-            if name == "merge.before_commit":
+            # The first commit of the issues merge, whichever steps committed before it: scans and issues both
+            # follow the projects, and their order is not the contract's (counting commits once restarted the
+            # server under the scans' merge instead, and 228 issues were in).
+            if name == "merge.before_commit" and not passages and _within("merge_issue_stages"):
                 passages.append(name)
-                if len(passages) == 4:  # account, projects, scans, then the first group of issues
-                    pg_server.restart()
+                pg_server.restart()
 
         stop = milestones.observe(restart)
         try:
             broken = sync_history()
         finally:
             stop()
-        assert not broken.success
+        assert passages and not broken.success
         line = root_cause(next(iter(broken.get_step_failure_events())).step_failure_data.error)
         assert "lost the PostgreSQL server" in line and "rolled back" in line and pg_server.password not in line
         assert rows(work, "SELECT count(*) FROM issues")[0][0] == 0  # the group is not half in
@@ -163,6 +165,16 @@ def test_a_server_restarting_mid_merge_fails_the_sync_in_one_line_and_the_next_s
         assert reference.success, failure(reference)
     assert dump(work, CORE) == dump(clean, CORE)
     assert rows(work, "SELECT count(*) FROM issues")[0][0] > 0
+
+
+def _within(function: str) -> bool:
+    """Whether this thread is inside a call of `function` (a milestone is reached in the committing thread)."""
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code.co_name == function:
+            return True
+        frame = frame.f_back
+    return False
 
 
 SECRET = "Sec+ret/9="  # given in every URL below, percent-encoded; under trust the server never asks for it
