@@ -42,7 +42,7 @@ from pipelines.storage.entities import (
     account_rows,
 )
 from pipelines.storage.stage import MAX_RECORD_BYTES, QUARANTINED, SEQ, StageFile, StageFormat, chunks
-from pipelines.storage.upsert import quote, rows_digest, touch_unchanged, upsert
+from pipelines.storage.upsert import digest_counts, quote, rows_digest, touch_unchanged, upsert
 
 log = logging.getLogger("scanwatch.storage")
 
@@ -235,8 +235,7 @@ class _Listed:
         for same, recorded, current, merged_at in execute_file(
                 conn, "merge/merged_list_check.sql", self._params(),
                 {"rows": rows_digest(conn.engine, _LIST_ROWS[self.name])}).fetchall():
-            counts = tuple(int(part.split(":", 1)[0]) for part in str(current).split("/"))
-            if same and recorded == current and counts == self.counts:
+            if same and recorded == current and digest_counts(current) == self.counts:
                 return merged_at  # type: ignore[no-any-return]
         return None
 

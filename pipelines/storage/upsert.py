@@ -59,3 +59,9 @@ def rows_digest(engine: Engine, tables: Sequence[tuple[Entity, str, str]]) -> st
         f"(SELECT CAST(count(*) AS VARCHAR) || ':' || coalesce(CAST(sum("
         f"{engine.row_hash(', '.join(quote(c) for c in entity.columns))}) AS VARCHAR), '') "
         f"FROM {quote(table)} WHERE {condition})" for entity, table, condition in tables)
+
+
+def digest_counts(digest: object) -> tuple[int, ...]:
+    """The row counts a `rows_digest` holds, one per table in its order: read where the digest is made, so its
+    form has one home."""
+    return tuple(int(part.split(":", 1)[0]) for part in str(digest).split("/"))
