@@ -59,14 +59,14 @@ def _frames() -> dict[str, list[str]]:
     return stacks
 
 
-def _sample_forever(out: Path, wal: Path, interval: float, heavy_kb: int,
-                    memory: Callable[[], dict[str, tuple[int, int]]]) -> None:
+def _sample_until(stop: threading.Event, out: Path, wal: Path, interval: float, heavy_kb: int,
+                  memory: Callable[[], dict[str, tuple[int, int]]]) -> None:
     """One JSON line a sample, appended: nothing kept in the child, and the cost of a sample stays the same
-    to the end of the sync."""
+    to the end of the sync. Stopped and joined before the child exits: a thread left inside a DuckDB call
+    while the interpreter shuts down aborts the process."""
     started = time.monotonic()
     with out.open("a", encoding="utf-8") as fh:
-        while True:
-            time.sleep(interval)
+        while not stop.wait(interval):
             row: dict[str, Any] = {"t": round(time.monotonic() - started, 2), "rss_kb": _rss_kb()}
             try:
                 row["wal_kb"] = wal.stat().st_size // 1024
@@ -95,11 +95,17 @@ def child() -> int:
         print(f"benchmarks.duckdb_peak: this tree cannot say what DuckDB holds ({exc}); use a tree from "
               "dcac71c on", file=sys.stderr)
         return 2
-    threading.Thread(target=_sample_forever, args=(Path(os.environ[_OUT]), wal, interval, int(heavy * 1024),
-                                                   memory), daemon=True).start()
+    stop = threading.Event()
+    sampler = threading.Thread(target=_sample_until, args=(stop, Path(os.environ[_OUT]), wal, interval,
+                                                           int(heavy * 1024), memory))
+    sampler.start()
     from pipelines.cli import main as cli
 
-    return cli(["sync", "--quiet"])
+    try:
+        return cli(["sync", "--quiet"])
+    finally:
+        stop.set()
+        sampler.join()
 
 
 def _samples(path: Path) -> list[dict[str, Any]]:
