@@ -38,7 +38,7 @@ def _child(kind: str, db: str, step: str | None) -> dict:
     if kind == "reconstruct":
         from pipelines.backfill.reconstruct import reconstruct
 
-        conn.execute("DELETE FROM reconstructed_scores; DELETE FROM reconstructed_open_issues; "
+        conn.execute("DELETE FROM reconstructed_score_runs; DELETE FROM reconstructed_open_issue_runs; "
                      "DELETE FROM reconstruction_runs")
         started = time.monotonic()
         first = reconstruct(conn)

@@ -57,9 +57,12 @@ def digest(views: dict[str, str]) -> str:
 
 
 def drop_views(conn: Connection, views: dict[str, str] | None = None) -> None:
-    """Drop the layer's views, readers first (before a migration changes a table they read)."""
+    """Drop the layer's views the history holds, readers first (before a migration changes a table they read).
+    A name of the layer that is still a table's is left to the migration that replaces the table."""
+    held = {name for (name,) in conn.execute(read_sql("storage/views_held.sql")).fetchall()}
     for name in reversed(list(views or definitions())):
-        conn.execute(f'DROP VIEW IF EXISTS "{name}"')
+        if name in held:
+            conn.execute(f'DROP VIEW "{name}"')
     conn.execute(read_sql("storage/view_layer_clear.sql"))
 
 

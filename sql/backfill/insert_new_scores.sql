@@ -1,9 +1,10 @@
--- New reconstructed scores not stored yet: a re-run on the same history inserts nothing.
-INSERT INTO reconstructed_scores
+-- New reconstructed score runs not stored yet: a re-run on the same history inserts nothing.
+INSERT INTO reconstructed_score_runs
 SELECT * FROM _bf_new_scores AS n
 WHERE NOT EXISTS (
-    SELECT 1 FROM reconstructed_scores AS r
-    WHERE r.workspace_id = $workspace_id AND n.day = r.day AND n.project_id = r.project_id
-      AND n.target_id IS NOT DISTINCT FROM r.target_id AND n.score IS NOT DISTINCT FROM r.score
-      AND n.grade IS NOT DISTINCT FROM r.grade AND n.scan_id IS NOT DISTINCT FROM r.scan_id
+    SELECT 1 FROM reconstructed_score_runs AS r
+    WHERE r.workspace_id = $workspace_id AND n.first_day = r.first_day AND n.last_day = r.last_day
+      AND n.project_id = r.project_id AND n.target_id IS NOT DISTINCT FROM r.target_id
+      AND n.score IS NOT DISTINCT FROM r.score AND n.grade IS NOT DISTINCT FROM r.grade
+      AND n.scan_id IS NOT DISTINCT FROM r.scan_id
 )

@@ -83,3 +83,23 @@ def test_a_backfill_of_a_database_never_synced_is_one_line_and_creates_nothing(p
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert "no history at postgresql://postgres:***@" in done.stderr and password not in done.stderr
     assert rows(pg_database, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'") == [(0,)]
+
+
+def test_the_past_is_kept_as_the_fewest_runs_covering_each_day_once(synced) -> None:
+    """The reconstruction's runs (schema 20) give each day of a cell once, as many days as the run recorded,
+    and no run is continued by the next day's run of equal values: runs as few as the past allows."""
+    db, _ = synced
+    [(score_days, open_days)] = _rows(db, "SELECT score_rows, open_issue_rows FROM reconstruction_runs")
+    cells = {"reconstructed_scores": ("reconstructed_score_runs", "target_id", ("score", "grade", "scan_id"),
+                                      score_days),
+             "reconstructed_open_issues": ("reconstructed_open_issue_runs", "severity", ("open_issues",),
+                                           open_days)}
+    for view, (runs, cell, values, days) in cells.items():
+        assert _rows(db, f"SELECT count(*) FROM {view}") == [(days,)], view
+        assert _rows(db, f"SELECT count(*) FROM (SELECT 1 FROM {view} GROUP BY workspace_id, project_id, {cell}, day "
+                         "HAVING count(*) > 1) AS twice") == [(0,)], view
+        same = " AND ".join(f"b.{c} IS NOT DISTINCT FROM a.{c}" for c in ("project_id", cell, *values))
+        assert _rows(db, f"SELECT count(*) FROM {runs} AS a JOIN {runs} AS b ON b.workspace_id = a.workspace_id "
+                         f"AND b.first_day = a.last_day + 1 AND {same}") == [(0,)], runs
+        [(stored,)] = _rows(db, f"SELECT count(*) FROM {runs}")
+        assert 0 < stored * 4 < days, (runs, stored, days)  # the point of runs: far fewer rows than days

@@ -155,7 +155,7 @@ def test_a_cursor_cycle_in_scan_lists_skips_those_lists(hostile, tmp_path):
     assert got["scans"] == []  # nothing of a cycling list is merged
     # The rest is the clean first sync, but for the marks that say the scan lists were read, and the past's
     # scores, which the reconstruction reads from the scans.
-    assert diff(got, hostile.before, ignore=("scans", "project_sync_state", "reconstructed_scores",
+    assert diff(got, hostile.before, ignore=("scans", "project_sync_state", "reconstructed_score_runs",
                                              "reconstruction_runs")) == {}
 
 

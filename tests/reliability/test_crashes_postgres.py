@@ -88,7 +88,7 @@ def base(pg_server) -> tuple[str, Dump, float]:
     want = _history(pg_server.url(second))
     # The tables the former comparison of 8 "core" tables left out are compared, and hold rows to compare.
     assert all(want.get(t) for t in ("score_snapshots", "quota_snapshots", "sync_runs")), sorted(want)
-    assert {"reconstructed_scores", "reconstructed_open_issues", "ingest_warnings"} <= set(want)
+    assert {"reconstructed_score_runs", "reconstructed_open_issue_runs", "ingest_warnings"} <= set(want)
     return first, want, seconds
 
 

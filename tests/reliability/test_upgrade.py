@@ -15,6 +15,7 @@ import pytest
 from pipelines.backfill.reconstruct import reconstruct
 from pipelines.storage import connect, migrate, schema_version
 from pipelines.storage import db as storage_db
+from pipelines.storage.views import drop_views, write_views
 from simulator.testing import SimConfig, serve_simulator
 from tests.helpers import history
 from tests.history_dump import catalog
@@ -113,7 +114,7 @@ def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path):
     # reconstruction), from the world as it is then; the reference did so at its own first sync, one round
     # earlier. Everything else is the same history; the past is the one the reference rebuilds from the same
     # rows (`scanwatch backfill`).
-    past = ("reconstructed_scores", "reconstructed_open_issues", "reconstruction_runs")
+    past = ("reconstructed_score_runs", "reconstructed_open_issue_runs", "reconstruction_runs")
     assert diff(dump(old), dump(ref), ignore=past) == {}
     assert _open_now(old)[0] == _open_now(ref)[0]
     rebuilt = tmp_path / "reference-rebuilt.duckdb"
@@ -121,7 +122,7 @@ def test_a_version_1_history_is_upgraded_in_place_and_syncs_on(tmp_path):
     with history(duckdb.connect(str(rebuilt))) as conn:
         reconstruct(conn)
     upgraded, reference = dump(old), dump(rebuilt)
-    for table in ("reconstructed_scores", "reconstructed_open_issues"):
+    for table in ("reconstructed_score_runs", "reconstructed_open_issue_runs"):
         assert upgraded[table] == reference[table], table
 
 
@@ -162,8 +163,13 @@ def test_each_later_migration_can_be_applied_twice_without_harm(populated, tmp_p
     conn = history(duckdb.connect(str(db)))
     try:
         version = schema_version(conn)
-        conn.execute(storage_db.read_sql(f"migrations/{name}"))
+        drop_views(conn)  # as `migrate` runs every migration: a view may take the name of a table it replaced
+        # It and every later one again, in order, as an upgrade that stopped after it starts again: a later
+        # migration may replace what it made (020 turns 005's tables into runs and views of their names).
+        for again in LATER_MIGRATIONS[LATER_MIGRATIONS.index(name):]:
+            conn.execute(storage_db.read_sql(f"migrations/{again}"))
         assert schema_version(conn) == version
+        write_views(conn)
         views = [v for (v,) in conn.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]
         for view in views:  # every view still binds to the tables it reads
             conn.execute(f'SELECT count(*) FROM "{view}"').fetchall()
@@ -191,3 +197,41 @@ def test_a_sync_killed_while_it_upgrades_the_history_leaves_version_1_whole_and_
         assert sync_in_process(sim, db).success
         with history(duckdb.connect(str(db))) as conn:
             assert schema_version(conn) == storage_db.latest_version()
+
+
+# Day rows as schema 19 held them: (workspace, day of January 2026, project, target, score, grade, scan).
+SCORE_DAYS = ([("a", d, "p", "t1", 70, "C", "s1") for d in (1, 2, 3)] + [("a", 4, "p", "t1", 80, "B", "s2")]
+              + [("a", d, "p", "t1", 70, "C", "s1") for d in (5, 6, 8)]  # the same values again, then after a gap
+              + [("a", d, "p", None, None, None, None) for d in (1, 2)]  # a project's row
+              + [("b", d, "p", "t1", 70, "C", "s1") for d in (1, 2, 3)])  # another workspace, the same values
+SCORE_RUNS = 6  # a's t1: 1-3, 4, 5-6, 8; a's project: 1-2; b's t1: 1-3
+OPEN_DAYS = ([("a", d, "p", "high", n) for d, n in ((1, 2), (2, 2), (3, 3), (4, 2))]
+             + [("a", d, "p", "low", 0) for d in (1, 2, 3, 4)])
+OPEN_RUNS = 4  # high: 1-2, 3, 4; low: 1-4
+
+
+def test_schema_20_keeps_the_reconstructed_days_as_runs_and_the_views_give_back_every_day(tmp_path):
+    """Migration 20 moves the reconstruction's day rows into runs of consecutive equal days; the views of the
+    former tables' names give back exactly the rows those tables held.
+
+    Mutations that fail it: a run's island numbered across values (A, B, A of one target as one run), or across
+    workspaces; the day gap ignored; the project's NULLs dropping its rows."""
+    from datetime import date
+
+    def day(d: int) -> date:
+        return date(2026, 1, d)
+
+    def ordered(rows):
+        return sorted(rows, key=lambda r: tuple((v is None, "" if v is None else v) for v in r))
+
+    scores = ordered((w, day(d), *rest) for w, d, *rest in SCORE_DAYS)
+    opened = ordered((w, day(d), *rest) for w, d, *rest in OPEN_DAYS)
+    with history(duckdb.connect(str(tmp_path / "h.duckdb"))) as conn:
+        migrate(conn, target=19)
+        conn.raw.executemany("INSERT INTO reconstructed_scores VALUES (?, ?, ?, ?, ?, ?, ?)", scores)
+        conn.raw.executemany("INSERT INTO reconstructed_open_issues VALUES (?, ?, ?, ?, ?)", opened)
+        migrate(conn)
+        assert ordered(conn.execute("SELECT * FROM reconstructed_scores").fetchall()) == scores
+        assert ordered(conn.execute("SELECT * FROM reconstructed_open_issues").fetchall()) == opened
+        assert conn.execute("SELECT count(*) FROM reconstructed_score_runs").fetchall() == [(SCORE_RUNS,)]
+        assert conn.execute("SELECT count(*) FROM reconstructed_open_issue_runs").fetchall() == [(OPEN_RUNS,)]
