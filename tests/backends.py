@@ -44,9 +44,10 @@ class Backend:
     name: str
     # The driver's positional placeholder (DuckDB's `?`, psycopg's `%s`).
     mark: str
-    # The history keeps the primary keys of `issues` and `issue_events`, so the server refuses a second row of
-    # an id. DuckDB's history dropped them (sql/engines/duckdb/migrations/011_unkeyed_history.sql: their ART
-    # index held the whole history in a sync's memory); the `issue_ids_unique` check watches there instead.
+    # The history keeps the primary keys of `issues`, `issue_events` and `scans`, so the server refuses a second
+    # row of an id. DuckDB's history dropped them (sql/engines/duckdb/migrations/011_unkeyed_history.sql and
+    # 022_unkeyed_scans.sql: their ART index held the whole history in a sync's memory); the `issue_ids_unique`
+    # and `scan_ids_unique` checks watch there instead.
     keeps_keys: bool
     # What a U+0000 in the service's text is stored as: PostgreSQL's text cannot hold it, the engine writes
     # U+FFFD; DuckDB keeps it.

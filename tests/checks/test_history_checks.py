@@ -83,6 +83,8 @@ def test_a_broken_history_fails_the_checks_that_watch_it(synced) -> None:
         want["fixed_exactly_when_fixed_at"] = (False, 2)
         issues_on_it = backends.value(db, "SELECT count(*) FROM issues WHERE target_id = ?", [target])
         want["no_issues_of_unverified_targets"] = (False, issues_on_it)
+        backends.write(db, "INSERT INTO scans SELECT * FROM scans WHERE id = (SELECT min(id) FROM scans)")
+        want["scan_ids_unique"] = (False, 1)
     assert _run_checks() == want
 
 

@@ -204,6 +204,44 @@ def test_an_upgraded_history_keeps_its_issues_and_events_without_an_index_that_g
         conn.close()
 
 
+def test_an_upgraded_history_keeps_its_scans_without_an_index_that_grows_with_it(tmp_path):
+    """Schema 22 drops the key of `scans`, the most numerous keyed rows (its ART index sat in DuckDB's memory and
+    grew with every scan the history held): rows, column order and NOT NULLs stay; a merge that reads the same
+    scans again still leaves one row per scan, each with its latest status.
+
+    Mutation that fails it: the migration copying no rows (`INSERT INTO scans_unkeyed SELECT * FROM scans
+    WHERE false`)."""
+    import duckdb
+
+    from pipelines.storage import migrate
+
+    scans = [{"id": f"s{n}", "target_id": "t1", "project_id": "p1", "kind": "quick", "status": "queued",
+              "created_at": "2026-11-20T12:00:00.000Z"} for n in range(7)]
+    conn = history(duckdb.connect(str(tmp_path / "h.duckdb")))
+    try:
+        conn.execute("SET TimeZone = 'UTC'")
+        migrate(conn, target=21)  # without the views layer the merge reads: the rows written as it would
+        conn.raw.executemany("INSERT INTO scans (workspace_id, id, target_id, project_id, kind, status, created_at, "
+                             "first_observed_at, last_observed_at) VALUES ('ws', ?, ?, ?, ?, ?, ?, ?, ?)",
+                             [(s["id"], s["target_id"], s["project_id"], s["kind"], s["status"], s["created_at"],
+                               NOW, NOW) for s in scans])
+        before = conn.execute("SELECT * FROM scans ORDER BY id").fetchall()
+        shape = ("SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+                 "WHERE table_name = 'scans' ORDER BY ordinal_position")
+        columns = conn.execute(shape).fetchall()
+        migrate(conn)
+        assert conn.execute("SELECT * FROM scans ORDER BY id").fetchall() == before
+        assert conn.execute(shape).fetchall() == columns
+        assert conn.execute("SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'scans' "
+                            "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')").fetchall() == [(0,)]
+        assert conn.execute("SELECT count(*) FROM duckdb_indexes() WHERE table_name = 'scans'").fetchall() == [(0,)]
+        merge_scans(conn, "ws", [{**scan, "status": "done"} for scan in scans], now=LATER)
+        assert conn.execute("SELECT count(*), count(DISTINCT id), min(status), max(status) FROM scans"
+                            ).fetchall() == [(7, 7, "done", "done")]
+    finally:
+        conn.close()
+
+
 def test_a_stage_file_outlives_a_long_read_and_a_dead_syncs_files_are_removed(tmp_path, monkeypatch):
     """At the real rate limit a big first sync reads for half an hour: a project read early keeps its file."""
     import os

@@ -21,10 +21,10 @@ from pipelines.storage.destinations.base import Connection, Engine
 
 # A sync's memory is bounded by its merge group (see merge.CHUNK_BYTES), not by the history: DuckDB spills to
 # `<db>.tmp` past this limit instead of growing with the workspace. 96 MB holds a merge group's stage tables
-# and the snapshot's aggregates; the issue tables carry no index that would have to fit in it as the history
-# grows (migration 011). One thread: scanwatch shares its host, and single-threaded DuckDB keeps one buffer
-# set instead of one per thread. Insertion order is never relied on (every read that cares says ORDER BY),
-# and keeping it costs memory in large loads.
+# and the snapshot's aggregates; the issue and scan tables carry no index that would have to fit in it as the
+# history grows (migrations 011 and 022). One thread: scanwatch shares its host, and single-threaded DuckDB
+# keeps one buffer set instead of one per thread. Insertion order is never relied on (every read that cares
+# says ORDER BY), and keeping it costs memory in large loads.
 MEMORY_LIMIT_MB = 96
 SETTINGS = {"memory_limit": f"{MEMORY_LIMIT_MB}MB", "threads": 1, "preserve_insertion_order": False}
 
