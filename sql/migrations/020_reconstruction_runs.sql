@@ -48,12 +48,14 @@ CREATE TABLE IF NOT EXISTS reconstructed_open_issues (
 );
 
 -- Days of equal values, each day minus its number among them: consecutive days share the result (an island).
+-- A row held twice (the tables had no key) is one day: counted twice, it would stretch its run over the next
+-- day, whatever that day held.
 INSERT INTO reconstructed_score_runs
 SELECT workspace_id, min(day), max(day), project_id, target_id, score, grade, scan_id
 FROM (
     SELECT *, day - CAST(row_number() OVER (PARTITION BY workspace_id, project_id, target_id, score, grade, scan_id
                                             ORDER BY day) AS INTEGER) AS island
-    FROM reconstructed_scores
+    FROM (SELECT DISTINCT * FROM reconstructed_scores) AS kept
 ) AS days
 GROUP BY workspace_id, project_id, target_id, score, grade, scan_id, island;
 
@@ -62,7 +64,7 @@ SELECT workspace_id, min(day), max(day), project_id, severity, open_issues
 FROM (
     SELECT *, day - CAST(row_number() OVER (PARTITION BY workspace_id, project_id, severity, open_issues
                                             ORDER BY day) AS INTEGER) AS island
-    FROM reconstructed_open_issues
+    FROM (SELECT DISTINCT * FROM reconstructed_open_issues) AS kept
 ) AS days
 GROUP BY workspace_id, project_id, severity, open_issues, island;
 

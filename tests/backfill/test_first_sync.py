@@ -101,5 +101,3 @@ def test_the_past_is_kept_as_the_fewest_runs_covering_each_day_once(synced) -> N
         same = " AND ".join(f"b.{c} IS NOT DISTINCT FROM a.{c}" for c in ("project_id", cell, *values))
         assert _rows(db, f"SELECT count(*) FROM {runs} AS a JOIN {runs} AS b ON b.workspace_id = a.workspace_id "
                          f"AND b.first_day = a.last_day + 1 AND {same}") == [(0,)], runs
-        [(stored,)] = _rows(db, f"SELECT count(*) FROM {runs}")
-        assert 0 < stored * 4 < days, (runs, stored, days)  # the point of runs: far fewer rows than days
