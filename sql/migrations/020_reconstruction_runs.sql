@@ -1,9 +1,9 @@
 -- scanwatch history, schema version 20: the reconstruction kept as runs of days. The past before a
 -- workspace's first sync changes only when a scan finishes or an issue is found or fixed, yet it was kept as
--- one row per target, project and severity cell per day: about 9,000 rows for a small workspace's year, the
+-- one row per target, project and severity cell per day: about 9,100 rows for a small workspace's year, the
 -- history's largest tables, which DuckDB rewrote at every checkpoint of a first sync of many workspaces
 -- (docs/benchmarks.md, "Where a first sync's peak goes"). A run is a stretch of consecutive days holding the
--- same values: a tenth of the rows. The views `reconstructed_scores` and `reconstructed_open_issues`
+-- same values: about 660 rows for that year. The views `reconstructed_scores` and `reconstructed_open_issues`
 -- (sql/views/) give the same rows per day as before, under the same names and columns.
 --
 -- The former tables' rows are moved into runs and the tables dropped. Applied again, the former tables are
